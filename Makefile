@@ -1,0 +1,17 @@
+# mmrmt developer entry points.
+#   make setup  build or reuse .venv (torch, mmcv with ops, mmdet, mmseg, timm, mmrmt)
+#   make test   run the test suite
+#   make demo   the main job (see README)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: setup test demo
+
+setup:
+	bash tools/misc/setup_env.sh
+
+test: setup
+	$(PY) -m pytest tests -q
+
+demo: setup
+	$(PY) tools/misc/demo.py

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Build or reuse the project's virtual environment at .venv (idempotent).
+#
+#   torch 2.14.1 + torchvision 0.29.1
+#   mmcv 2.1.0 with compiled ops: a matching wheel from $MMRMT_WHEELHOUSE or
+#       ~/.cache/mmrmt/wheels, else built from the PyPI sdist and cached there
+#   mmengine, mmdet 3.3.0, mmsegmentation 1.2.2 (+ ftfy, regex), timm, pytest
+#   mmrmt itself, editable
+# and finally checks that mmcv.ops.nms runs.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+VENV=${MMRMT_VENV:-$ROOT/.venv}
+PYTHON=${PYTHON:-python3}
+CONSTRAINTS=$ROOT/requirements/constraints.txt
+CACHE_WHEELHOUSE=${XDG_CACHE_HOME:-$HOME/.cache}/mmrmt/wheels
+MMCV_VERSION=2.1.0
+
+log() { printf '[setup] %s\n' "$*"; }
+
+if [ ! -x "$VENV/bin/python" ]; then
+    log "creating virtual environment $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+PY=$VENV/bin/python
+PIP=("$PY" -m pip --disable-pip-version-check)
+PIP_INSTALL=("${PIP[@]}" install -c "$CONSTRAINTS")
+
+has() { "$PY" -c "$1" >/dev/null 2>&1; }
+
+if ! has "import setuptools, sys; v = tuple(int(p) for p in setuptools.__version__.split('.')[:2]); sys.exit(not (77, 0) <= v < (81, 0))"; then
+    log "installing build tools"
+    "${PIP_INSTALL[@]}" -q 'setuptools>=77,<81' wheel ninja
+fi
+
+if ! has "import torch, torchvision, sys; sys.exit(torch.__version__.split('+')[0] != '2.14.1' or torchvision.__version__.split('+')[0] != '0.29.1')"; then
+    log "installing torch 2.14.1 and torchvision 0.29.1"
+    "${PIP_INSTALL[@]}" torch==2.14.1 torchvision==0.29.1
+fi
+
+mmcv_ok() { has "import mmcv, sys; from mmcv.ops import nms; sys.exit(mmcv.__version__ != '$MMCV_VERSION')"; }
+
+find_mmcv_wheel() {
+    local dir
+    for dir in ${MMRMT_WHEELHOUSE:-} "$CACHE_WHEELHOUSE"; do
+        [ -d "$dir" ] || continue
+        ls "$dir"/mmcv-$MMCV_VERSION-cp311-cp311-linux_x86_64.whl 2>/dev/null | head -n 1
+    done | head -n 1
+}
+
+build_mmcv_wheel() {
+    local work
+    work=$(mktemp -d)
+    log "building mmcv $MMCV_VERSION from source (about 15 minutes on 2 cores)"
+    "${PIP[@]}" download -q --no-deps --no-binary :all: "mmcv==$MMCV_VERSION" -d "$work"
+    tar -xzf "$work"/mmcv-$MMCV_VERSION.tar.gz -C "$work"
+    # torch 2.14's headers need C++20; mmcv 2.1.0 asks for C++17.
+    sed -i 's/-std=c++17/-std=c++20/g' "$work/mmcv-$MMCV_VERSION/setup.py"
+    # mmcv's own runtime dependencies, so the build can import what it needs.
+    "${PIP_INSTALL[@]}" -q addict mmengine numpy packaging Pillow pyyaml yapf opencv-python
+    mkdir -p "$CACHE_WHEELHOUSE"
+    (cd "$work/mmcv-$MMCV_VERSION" && MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS=${MAX_JOBS:-2} \
+        "${PIP[@]}" wheel -q --no-build-isolation --no-deps -w "$CACHE_WHEELHOUSE" .)
+    rm -rf "$work"
+}
+
+if ! mmcv_ok; then
+    wheel=$(find_mmcv_wheel)
+    if [ -n "$wheel" ]; then
+        log "installing mmcv from $wheel"
+        "${PIP_INSTALL[@]}" "$wheel"
+    fi
+    if ! mmcv_ok; then
+        [ -z "$wheel" ] || { log "$wheel does not work here; building instead"; "${PIP[@]}" uninstall -y -q mmcv; }
+        build_mmcv_wheel
+        "${PIP_INSTALL[@]}" "$CACHE_WHEELHOUSE"/mmcv-$MMCV_VERSION-cp311-cp311-linux_x86_64.whl
+    fi
+fi
+
+if ! has "import mmdet, mmseg, timm, pytest, ftfy, regex, mmrmt"; then
+    log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable)"
+    "${PIP_INSTALL[@]}" -q -r "$ROOT/requirements/runtime.txt" -r "$ROOT/requirements/tests.txt"
+    "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT"
+fi
+
+"$PY" - <<'PY'
+import torch
+from mmcv.ops import nms
+
+boxes = torch.tensor([[0., 0., 10., 10.], [1., 1., 10., 10.], [20., 20., 30., 30.]])
+scores = torch.tensor([0.9, 0.8, 0.7])
+_, keep = nms(boxes, scores, iou_threshold=0.5)
+assert keep.tolist() == [0, 2], keep
+print('[setup] environment ready: mmcv.ops.nms runs on', 'cuda' if torch.cuda.is_available() else 'cpu')
+PY
