@@ -35,7 +35,7 @@ fi
 
 if ! has "import torch, torchvision, sys; sys.exit(torch.__version__.split('+')[0] != '2.14.1' or torchvision.__version__.split('+')[0] != '0.29.1')"; then
     log "installing torch 2.14.1 and torchvision 0.29.1"
-    "${PIP_INSTALL[@]}" torch==2.14.1 torchvision==0.29.1
+    "${PIP_INSTALL[@]}" -q torch==2.14.1 torchvision==0.29.1
 fi
 
 mmcv_ok() { has "import mmcv, sys; from mmcv.ops import nms; sys.exit(mmcv.__version__ != '$MMCV_VERSION')"; }

@@ -1,0 +1,3 @@
+from .rmt import RMT
+
+__all__ = ['RMT']

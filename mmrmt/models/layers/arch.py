@@ -1,0 +1,48 @@
+"""Turn a backbone's ``arch`` argument (a variant name or a dict) into settings."""
+from typing import Any, Dict, Mapping, Sequence, Union
+
+
+def resolve_arch(arch: Union[str, Mapping[str, Any]],
+                 arch_zoo: Mapping[str, Mapping[str, Any]],
+                 per_stage_keys: Sequence[str],
+                 backbone: str) -> Dict[str, Any]:
+    """Return the settings of ``arch`` with its per-stage lists checked.
+
+    Args:
+        arch (str | dict): A variant name (a key of ``arch_zoo``, any case)
+            or a dict holding every key of ``per_stage_keys`` (and whatever
+            scalar settings the backbone reads).
+        arch_zoo (dict): Variant name -> settings.
+        per_stage_keys (Sequence[str]): Keys whose values are one entry per
+            stage; they must all have the same length.
+        backbone (str): The backbone's name, for error messages.
+
+    Returns:
+        dict: A copy of the settings, per-stage values as lists.
+    """
+    if isinstance(arch, str):
+        name = arch.lower()
+        if name not in arch_zoo:
+            raise KeyError(f'{backbone}: unknown arch {arch!r}; choose one of '
+                           f'{sorted(arch_zoo)} or pass a dict with the keys '
+                           f'{list(per_stage_keys)}.')
+        settings = dict(arch_zoo[name])
+    elif isinstance(arch, Mapping):
+        missing = [key for key in per_stage_keys if key not in arch]
+        if missing:
+            raise KeyError(f'{backbone}: a custom arch needs the keys {list(per_stage_keys)}; '
+                           f'missing {missing}.')
+        settings = dict(arch)
+    else:
+        raise TypeError(f'{backbone}: arch must be a variant name or a dict, got {type(arch).__name__}.')
+
+    for key in per_stage_keys:
+        if not isinstance(settings[key], Sequence) or isinstance(settings[key], str):
+            raise TypeError(f'{backbone}: arch[{key!r}] must be a list with one entry per stage, '
+                            f'got {settings[key]!r}.')
+        settings[key] = list(settings[key])
+    lengths = {key: len(settings[key]) for key in per_stage_keys}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f'{backbone}: the per-stage lists of arch must have the same length, '
+                         f'got {lengths}.')
+    return settings
