@@ -89,6 +89,7 @@ def load_pretrained(model: nn.Module,
                     new_prefixes: Sequence[str] = (),
                     prefix: str = '',
                     convert: Optional[Callable[[StateDict], StateDict]] = None,
+                    before_load: Optional[Callable[[], None]] = None,
                     logger: Optional[MMLogger] = None) -> None:
     """Load ``filename`` into ``model`` strictly; log what was left out.
 
@@ -101,11 +102,14 @@ def load_pretrained(model: nn.Module,
             these may be absent from the file; they keep their initial values.
         prefix (str): See :func:`extract_state_dict`.
         convert (callable, optional): Maps a foreign layout to the model's.
+        before_load (callable, optional): Called once the file is known to
+            fit, right before loading (e.g. to initialise the new keys).
         logger (MMLogger, optional): Where the summary line goes.
 
     Raises:
         ValueError: Shapes differ, or keys are missing or unexpected beyond
             the declared ones — typically a checkpoint of another variant.
+            The model is left untouched then.
     """
     state_dict = extract_state_dict(read_checkpoint(filename), filename, prefix)
     if convert is not None:
@@ -130,6 +134,8 @@ def load_pretrained(model: nn.Module,
         raise ValueError(f'{filename} does not fit {type(model).__name__}: {"; ".join(problems)}. '
                          'Is it a checkpoint of another variant (check `arch`) or of another model?')
 
+    if before_load is not None:
+        before_load()
     model.load_state_dict(state_dict, strict=False)
     print_log(f'{type(model).__name__}: loaded {filename}; missing keys (kept at their '
               f'initialisation): {missing or "none"}; unexpected keys (dropped): {dropped or "none"}',

@@ -15,7 +15,10 @@ class PyramidBackbone(BaseModule):
 
     A subclass builds its modules, then calls :meth:`_freeze_stages`, and
     implements :meth:`_frozen_modules` (what ``frozen_stages=k`` stops) and
-    :meth:`_init_default_weights`. It sets the class attributes
+    :meth:`_init_default_weights`. The LayerNorm of each emitted stage is
+    :meth:`output_norm` (``extra_norms[str(stage)]`` unless overridden);
+    :meth:`_frozen_modules` lists those of frozen stages with
+    :meth:`frozen_output_norms`. It sets the class attributes
     ``dropped_checkpoint_prefixes`` (classifier keys of ImageNet files) and
     ``new_checkpoint_prefixes`` (its keys that such files cannot have).
 
@@ -78,6 +81,18 @@ class PyramidBackbone(BaseModule):
         raise NotImplementedError
 
     # --- shared behaviour ---------------------------------------------------
+    def output_norm(self, stage: int) -> nn.Module:
+        """The LayerNorm applied to the emitted feature of ``stage``."""
+        return self.extra_norms[str(stage)]
+
+    def frozen_output_norms(self) -> List[nn.Module]:
+        """Output norms of the frozen stages, for :meth:`_frozen_modules`."""
+        return [self.output_norm(i) for i in self.out_indices if i < self.frozen_stages]
+
+    def emit(self, stage: int, x: torch.Tensor) -> torch.Tensor:
+        """Normalise a channels-last (B, h, w, C) stage output; return (B, C, h, w)."""
+        return self.output_norm(stage)(x).permute(0, 3, 1, 2).contiguous()
+
     def check_input(self, x: torch.Tensor) -> None:
         """Fail clearly when the input is not (B, in_channels, H, W)."""
         if x.dim() != 4 or x.shape[1] != self.in_channels:
@@ -108,15 +123,17 @@ class PyramidBackbone(BaseModule):
 
     def init_weights(self) -> None:
         """Load the ``Pretrained`` checkpoint of ``init_cfg``, or initialise."""
-        self._init_default_weights()
-        if self.init_cfg is not None:
+        if self.init_cfg is None:
+            self._init_default_weights()
+        else:
             load_pretrained(
                 self,
                 self.init_cfg['checkpoint'],
                 dropped_prefixes=self.dropped_checkpoint_prefixes,
                 new_prefixes=self.new_checkpoint_prefixes,
                 prefix=self.init_cfg.get('prefix', ''),
-                convert=self.convert_checkpoint)
+                convert=self.convert_checkpoint,
+                before_load=self._init_default_weights)
         self._is_init = True
 
     @staticmethod
