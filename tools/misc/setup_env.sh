@@ -77,10 +77,14 @@ if ! mmcv_ok; then
     fi
 fi
 
-if ! has "import mmdet, mmseg, timm, pytest, ftfy, regex, mmrmt"; then
+# Reinstall the Python dependencies whenever their declarations change.
+STAMP=$VENV/.mmrmt-requirements
+wanted=$(cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, ftfy, regex, mmrmt"; then
     log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable)"
     "${PIP_INSTALL[@]}" -q -r "$ROOT/requirements/runtime.txt" -r "$ROOT/requirements/tests.txt"
     "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT"
+    echo "$wanted" > "$STAMP"
 fi
 
 "$PY" - <<'PY'
