@@ -1,3 +1,4 @@
 from .rmt import RMT
+from .resmlp import ResMLP
 
-__all__ = ['RMT']
+__all__ = ['ResMLP', 'RMT']
