@@ -1,4 +1,5 @@
 from .rmt import RMT
 from .resmlp import ResMLP
+from .rest import ResT
 
-__all__ = ['ResMLP', 'RMT']
+__all__ = ['ResMLP', 'ResT', 'RMT']

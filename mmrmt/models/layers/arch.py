@@ -46,3 +46,11 @@ def resolve_arch(arch: Union[str, Mapping[str, Any]],
         raise ValueError(f'{backbone}: the per-stage lists of arch must have the same length, '
                          f'got {lengths}.')
     return settings
+
+
+def check_heads_divide_dims(embed_dims: Sequence[int], num_heads: Sequence[int], backbone: str) -> None:
+    """Raise ``ValueError`` unless every stage's channels split evenly into its heads."""
+    for stage, (channels, heads) in enumerate(zip(embed_dims, num_heads)):
+        if heads < 1 or channels % heads:
+            raise ValueError(f'{backbone}: embed_dims[{stage}]={channels} is not divisible by '
+                             f'num_heads[{stage}]={heads}.')

@@ -1,0 +1,286 @@
+"""ResT (v1): an efficient multi-scale vision Transformer, as a dense-prediction backbone.
+
+Computes what the upstream ImageNet checkpoints expect (see the project's
+spec): a three-conv stem ending in a positional gate (PA); overlapping
+stride-2 patch embeddings with a norm and PA before stages 2-4; pre-norm
+blocks whose attention (EMSA) takes keys and values from a grid shrunk by a
+strided depthwise conv and mixes the heads' scores with a 1x1 conv and an
+instance norm. Beyond the upstream code it accepts any input size (a stage's
+grid is the conv's output, never H // 2) and puts a LayerNorm on every
+emitted feature without feeding it forward (the last stage's is the
+checkpoint's final ``norm``). Parameter names are the upstream ones.
+"""
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from mmcv.cnn import build_norm_layer
+from timm.layers import DropPath, Mlp, trunc_normal_
+from torch import nn
+
+from mmrmt.registry import register_backbone
+from ..layers import PyramidBackbone, check_heads_divide_dims, resolve_arch
+
+
+class PixelAttention(nn.Module):
+    """Positional gate: ``x * sigmoid(depthwise_conv3x3(x))`` (upstream ``PA``).
+
+    Args:
+        channels (int): Channels of the (B, C, H, W) map.
+    """
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.pa_conv = nn.Conv2d(channels, channels, 3, 1, 1, groups=channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(self.pa_conv(x))
+
+
+class ConvStem(nn.Module):
+    """Three 3x3 convs (strides 2, 1, 2, no bias), norm + ReLU after the first two, then PA.
+
+    Args:
+        in_channels (int): Image channels.
+        out_channels (int): Channels of stage 1; the hidden convs have half.
+        norm_cfg (dict): Norm after the first two convs.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, norm_cfg: dict) -> None:
+        super().__init__()
+        hidden = out_channels // 2
+        self.conv1 = nn.Conv2d(in_channels, hidden, 3, 2, 1, bias=False)
+        self.norm1 = build_norm_layer(norm_cfg, hidden)[1]
+        self.conv2 = nn.Conv2d(hidden, hidden, 3, 1, 1, bias=False)
+        self.norm2 = build_norm_layer(norm_cfg, hidden)[1]
+        self.conv3 = nn.Conv2d(hidden, out_channels, 3, 2, 1, bias=False)
+        self.pos = PixelAttention(out_channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.norm1(self.conv1(x)))
+        x = F.relu(self.norm2(self.conv2(x)))
+        return self.pos(self.conv3(x))
+
+
+class ConvPatchEmbed(nn.Module):
+    """Overlapping 3x3 stride-2 conv, norm, PA: halves the grid (rounding up).
+
+    Args:
+        in_channels (int): Channels of the previous stage.
+        out_channels (int): Channels of this stage.
+        norm_cfg (dict): Norm after the conv.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, norm_cfg: dict) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3, 2, 1)
+        self.norm = build_norm_layer(norm_cfg, out_channels)[1]
+        self.pos = PixelAttention(out_channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pos(self.norm(self.conv(x)))
+
+
+def instance_norm_per_head(scores: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """Normalise each (sample, head) map of (B, heads, N, N') to zero mean, unit variance.
+
+    What ``nn.InstanceNorm2d(heads)`` (no affine, no running statistics)
+    computes, except that a single-element map gives 0 instead of an error,
+    so that inputs whose last grid is 1x1 work. (A fused ``F.layer_norm``
+    over the map loses float32 precision on these near-constant maps.)
+    """
+    var, mean = torch.var_mean(scores, dim=(-2, -1), correction=0, keepdim=True)
+    return (scores - mean) * torch.rsqrt(var + eps)
+
+
+class EfficientMultiHeadAttention(nn.Module):
+    """EMSA: queries from all tokens, keys/values from a depthwise-conv-shrunk grid.
+
+    With more than one head the scaled scores are mixed across heads by a
+    1x1 conv (``transform_conv``) before the softmax and instance-normalised
+    per head after it; a single head skips both, as upstream.
+
+    Args:
+        embed_dims (int): Channels.
+        num_heads (int): Heads; must divide ``embed_dims``.
+        sr_ratio (int): Grid reduction of keys/values: a depthwise conv with
+            kernel ``sr_ratio + 1``, stride ``sr_ratio`` and padding
+            ``sr_ratio // 2`` followed by a LayerNorm; 1 for none.
+    """
+
+    def __init__(self, embed_dims: int, num_heads: int, sr_ratio: int) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.scale = (embed_dims // num_heads) ** -0.5
+        self.q = nn.Linear(embed_dims, embed_dims)
+        self.kv = nn.Linear(embed_dims, 2 * embed_dims)
+        self.proj = nn.Linear(embed_dims, embed_dims)
+        self.sr_ratio = sr_ratio
+        if sr_ratio > 1:
+            self.sr = nn.Conv2d(embed_dims, embed_dims, sr_ratio + 1, sr_ratio, sr_ratio // 2,
+                                groups=embed_dims)
+            self.sr_norm = nn.LayerNorm(embed_dims)
+        if num_heads > 1:
+            self.transform_conv = nn.Conv2d(num_heads, num_heads, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, height, width, channels = x.shape
+        q = self.q(x).reshape(batch, height * width, self.num_heads, -1).transpose(1, 2)
+        if self.sr_ratio > 1:
+            x = self.sr_norm(self.sr(x.permute(0, 3, 1, 2).contiguous()).flatten(2).transpose(1, 2))
+        # (2, B, heads, N', head_dims): keys first, then values.
+        k, v = self.kv(x).reshape(batch, -1, 2, self.num_heads, q.shape[-1]).permute(2, 0, 3, 1, 4)
+        if self.num_heads == 1:
+            out = F.scaled_dot_product_attention(q, k, v)
+        else:
+            scores = self.transform_conv((q @ k.transpose(-2, -1)) * self.scale)
+            out = instance_norm_per_head(scores.softmax(dim=-1)) @ v
+        return self.proj(out.transpose(1, 2).reshape(batch, height, width, channels))
+
+
+class ResTBlock(nn.Module):
+    """Pre-norm EMSA and MLP with residuals, on channels-last (B, h, w, C) maps.
+
+    Args:
+        embed_dims (int): Channels.
+        num_heads (int): Attention heads.
+        mlp_ratio (float): MLP hidden channels / embed_dims.
+        sr_ratio (int): Key/value grid reduction of the attention.
+        drop_path (float): Stochastic depth rate.
+    """
+
+    def __init__(self, embed_dims: int, num_heads: int, mlp_ratio: float, sr_ratio: int,
+                 drop_path: float = 0.) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(embed_dims)
+        self.attn = EfficientMultiHeadAttention(embed_dims, num_heads, sr_ratio)
+        self.norm2 = nn.LayerNorm(embed_dims)
+        self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio))
+        self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.drop_path(self.attn(self.norm1(x)))
+        return x + self.drop_path(self.mlp(self.norm2(x)))
+
+
+@register_backbone
+class ResT(PyramidBackbone):
+    """ResT backbone: efficient multi-head self-attention with a conv stem.
+
+    A PyTorch implementation of `ResT: An Efficient Transformer for Visual
+    Recognition <https://arxiv.org/abs/2105.13677>`_ exact to the upstream
+    ImageNet checkpoints (keys ``stem``, ``patch_embed_{2,3,4}``,
+    ``stage{1..4}``, ``norm``). Stage ``i`` emits ``extra_norms.{i}(x)``;
+    the last stage's output norm is ``norm``.
+
+    Args:
+        arch (str | dict): 'lite', 'small', 'base', 'large' (any case), or a
+            dict with the per-stage lists ``embed_dims``, ``depths``,
+            ``num_heads``, ``mlp_ratios`` and ``sr_ratios`` (key/value grid
+            reductions), and optionally the scalar ``drop_path_rate``.
+        in_channels (int): Input image channels. Defaults to 3.
+        out_indices (Sequence[int]): Stages to output. Defaults to (0, 1, 2, 3).
+        drop_path_rate (float, optional): Stochastic depth rate, rising
+            linearly over the blocks. Defaults to None: the variant's
+            detection setting (0.1 for lite/small, 0.2 for base/large, a
+            custom arch's ``drop_path_rate`` or else 0.1).
+        frozen_stages (int): Stages to freeze (-1: none, 0: the stem, k: the
+            stem and stages 1..k, each with its patch embedding and output
+            norm). Defaults to -1.
+        norm_eval (bool): Keep BN in eval mode when training. Defaults to False.
+        norm_cfg (dict): Norm of the stem and patch-embedding convs.
+            Defaults to ``dict(type='BN')``.
+        with_cp (bool): Activation checkpointing per block. Defaults to False.
+        init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
+            to load an upstream ImageNet checkpoint.
+    """
+
+    arch_zoo: Dict[str, dict] = {
+        'lite': dict(embed_dims=[64, 128, 256, 512], depths=[2, 2, 2, 2], num_heads=[1, 2, 4, 8],
+                     mlp_ratios=[4, 4, 4, 4], sr_ratios=[8, 4, 2, 1], drop_path_rate=0.1),
+        'small': dict(embed_dims=[64, 128, 256, 512], depths=[2, 2, 6, 2], num_heads=[1, 2, 4, 8],
+                      mlp_ratios=[4, 4, 4, 4], sr_ratios=[8, 4, 2, 1], drop_path_rate=0.1),
+        'base': dict(embed_dims=[96, 192, 384, 768], depths=[2, 2, 6, 2], num_heads=[1, 2, 4, 8],
+                     mlp_ratios=[4, 4, 4, 4], sr_ratios=[8, 4, 2, 1], drop_path_rate=0.2),
+        'large': dict(embed_dims=[96, 192, 384, 768], depths=[2, 2, 18, 2], num_heads=[1, 2, 4, 8],
+                      mlp_ratios=[4, 4, 4, 4], sr_ratios=[8, 4, 2, 1], drop_path_rate=0.2),
+    }
+    per_stage_keys = ('embed_dims', 'depths', 'num_heads', 'mlp_ratios', 'sr_ratios')
+    dropped_checkpoint_prefixes = ('head.', )
+    new_checkpoint_prefixes = ('extra_norms.', )
+
+    def __init__(self,
+                 arch: Union[str, dict] = 'small',
+                 in_channels: int = 3,
+                 out_indices: Sequence[int] = (0, 1, 2, 3),
+                 drop_path_rate: Optional[float] = None,
+                 frozen_stages: int = -1,
+                 norm_eval: bool = False,
+                 norm_cfg: dict = dict(type='BN'),
+                 with_cp: bool = False,
+                 init_cfg: Optional[dict] = None) -> None:
+        settings = resolve_arch(arch, self.arch_zoo, self.per_stage_keys, 'ResT')
+        dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
+        super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg)
+        check_heads_divide_dims(dims, heads, 'ResT')
+        bad_ratios = [ratio for ratio in settings['sr_ratios'] if not isinstance(ratio, int) or ratio < 1]
+        if bad_ratios:
+            raise ValueError(f"ResT: arch['sr_ratios'] must be integers >= 1 (1: no reduction), "
+                             f"got {settings['sr_ratios']}.")
+        if drop_path_rate is None:
+            drop_path_rate = settings.get('drop_path_rate', 0.1)
+        self.embed_dims = dims
+
+        self.stem = ConvStem(in_channels, dims[0], norm_cfg)
+        for i in range(1, self.num_stages):
+            self.add_module(f'patch_embed_{i + 1}', ConvPatchEmbed(dims[i - 1], dims[i], norm_cfg))
+        drop_paths = torch.linspace(0, drop_path_rate, sum(depths), device='cpu').tolist()
+        for i, depth in enumerate(depths):
+            first = sum(depths[:i])
+            self.add_module(f'stage{i + 1}', nn.ModuleList(
+                ResTBlock(dims[i], heads[i], settings['mlp_ratios'][i], settings['sr_ratios'][i],
+                          drop_paths[first + j]) for j in range(depth)))
+        self.norm = nn.LayerNorm(dims[-1])
+        self.extra_norms = nn.ModuleDict({str(i): nn.LayerNorm(dims[i])
+                                          for i in self.out_indices if i < self.num_stages - 1})
+        self._freeze_stages()
+
+    def patch_embed(self, stage: int) -> nn.Module:
+        """What turns the previous map (the image for stage 0) into ``stage``'s grid."""
+        return self.stem if stage == 0 else getattr(self, f'patch_embed_{stage + 1}')
+
+    def stage(self, stage: int) -> nn.ModuleList:
+        """The blocks of ``stage`` (0-based)."""
+        return getattr(self, f'stage{stage + 1}')
+
+    def output_norm(self, stage: int) -> nn.Module:
+        return self.norm if stage == self.num_stages - 1 else self.extra_norms[str(stage)]
+
+    def _frozen_modules(self) -> List[nn.Module]:
+        if self.frozen_stages < 0:
+            return []
+        # A stage is its patch embedding (the stem for stage 0) and its blocks.
+        return ([self.patch_embed(i) for i in range(max(self.frozen_stages, 1))]
+                + [self.stage(i) for i in range(self.frozen_stages)] + self.frozen_output_norms())
+
+    def _init_default_weights(self) -> None:
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Conv2d)):
+                trunc_normal_(module.weight, std=.02)
+                if isinstance(module, nn.Linear):
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, (nn.LayerNorm, nn.modules.batchnorm._BatchNorm)):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
+
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        self.check_input(x)
+        outs = []
+        for i in range(self.out_indices[-1] + 1):
+            x = self.patch_embed(i)(x).permute(0, 2, 3, 1)  # (B, h, w, C)
+            for block in self.stage(i):
+                x = self.run_block(block, x)
+            if i in self.out_indices:
+                outs.append(self.emit(i, x))
+            x = x.permute(0, 3, 1, 2).contiguous()
+        return tuple(outs)
