@@ -1,0 +1,39 @@
+# The synthetic demo instance set (mmrmt.datasets.make_demo_data): 128x128
+# images of circles, squares and triangles in COCO format.
+_base_ = 'mmdet::_base_/datasets/coco_instance.py'
+
+data_root = 'data/demo/coco/'
+metainfo = dict(classes=('circle', 'square', 'triangle'),
+                palette=[(220, 20, 60), (0, 160, 0), (30, 60, 255)])
+image_scale = (128, 128)
+
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(type='Resize', scale=image_scale, keep_ratio=True),
+    dict(type='RandomFlip', prob=0.5),
+    dict(type='PackDetInputs'),
+]
+test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='Resize', scale=image_scale, keep_ratio=True),
+    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(type='PackDetInputs',
+         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
+]
+train_dataloader = dict(
+    batch_size=4,
+    num_workers=1,
+    dataset=dict(data_root=data_root, metainfo=metainfo,
+                 ann_file='annotations/instances_train.json',
+                 data_prefix=dict(img='train/'), pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=4,
+    num_workers=1,
+    dataset=dict(data_root=data_root, metainfo=metainfo,
+                 ann_file='annotations/instances_val.json',
+                 data_prefix=dict(img='val/'), pipeline=test_pipeline))
+test_dataloader = val_dataloader
+
+val_evaluator = dict(ann_file=data_root + 'annotations/instances_val.json')
+test_evaluator = val_evaluator

@@ -1,0 +1,5 @@
+_base_ = './cascade-mask-rcnn_rmt-t_fpn_ms-3x_coco.py'
+
+model = dict(
+    backbone=dict(arch='l', drop_path_rate=0.5, init_cfg=dict(checkpoint='checkpoints/rmt-l_in1k.pth')),
+    neck=dict(in_channels=[112, 224, 448, 640]))

@@ -1,0 +1,5 @@
+_base_ = './fpn_rmt-t_4xb4-160k_ade20k-512x512.py'
+
+model = dict(
+    backbone=dict(arch='l', drop_path_rate=0.5, init_cfg=dict(checkpoint='checkpoints/rmt-l_in1k.pth')),
+    neck=dict(in_channels=[112, 224, 448, 640]))

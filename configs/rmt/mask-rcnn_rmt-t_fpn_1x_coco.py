@@ -1,0 +1,16 @@
+# Mask R-CNN 1x with RMT-T (RMT paper, Table 2).
+_base_ = [
+    'mmdet::_base_/models/mask-rcnn_r50_fpn.py', 'mmdet::_base_/datasets/coco_instance.py',
+    '../_base_/schedules/det_adamw_1x.py', 'mmdet::_base_/default_runtime.py'
+]
+custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
+
+model = dict(
+    backbone=dict(
+        _delete_=True,
+        type='RMT',
+        arch='t',
+        drop_path_rate=0.1,
+        norm_cfg=dict(type='SyncBN', requires_grad=True),
+        init_cfg=dict(type='Pretrained', checkpoint='checkpoints/rmt-t_in1k.pth')),
+    neck=dict(in_channels=[64, 128, 256, 512]))
