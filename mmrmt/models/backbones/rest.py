@@ -223,10 +223,10 @@ class ResT(PyramidBackbone):
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
         super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg)
         check_heads_divide_dims(dims, heads, 'ResT')
-        bad_ratios = [ratio for ratio in settings['sr_ratios'] if not isinstance(ratio, int) or ratio < 1]
-        if bad_ratios:
-            raise ValueError(f"ResT: arch['sr_ratios'] must be integers >= 1 (1: no reduction), "
-                             f"got {settings['sr_ratios']}.")
+        for key, low, meaning in (('depths', 0, 'blocks per stage'), ('sr_ratios', 1, '1: no reduction')):
+            if any(not isinstance(value, int) or value < low for value in settings[key]):
+                raise ValueError(f"ResT: arch[{key!r}] must be integers >= {low} ({meaning}), "
+                                 f'got {settings[key]}.')
         if drop_path_rate is None:
             drop_path_rate = settings.get('drop_path_rate', 0.1)
         self.embed_dims = dims
