@@ -1,0 +1,57 @@
+"""The config handling tools/train.py and tools/test.py share.
+
+Loads a config with its command-line overrides, then adapts it to the
+machine: the work dir default, the launcher, the gloo backend when there is
+no CUDA, and BN instead of SyncBN when the run is not distributed on CUDA.
+"""
+import os.path as osp
+from typing import Optional
+
+import torch
+from mmengine.config import Config
+from mmengine.registry import RUNNERS
+from mmengine.runner import Runner
+
+from .preflight import check_config_file
+from .sync_bn import revert_sync_bn_when_single
+
+
+def load_run_config(config: str,
+                    cfg_options: Optional[dict] = None,
+                    launcher: str = 'none',
+                    work_dir: Optional[str] = None) -> Config:
+    """Load ``config`` and prepare it for a run on this machine.
+
+    Args:
+        config (str): Config file path.
+        cfg_options (dict, optional): ``--cfg-options`` overrides.
+        launcher (str): 'none', 'pytorch', 'slurm' or 'mpi'.
+        work_dir (str, optional): Overrides the config's ``work_dir``;
+            without either, ``./work_dirs/<config name>``.
+
+    Returns:
+        Config: The prepared config.
+
+    Raises:
+        PreflightError: If the config file does not exist.
+    """
+    check_config_file(config)
+    cfg = Config.fromfile(config)
+    if cfg_options:
+        cfg.merge_from_dict(cfg_options)
+    cfg.launcher = launcher
+    if work_dir is not None:
+        cfg.work_dir = work_dir
+    elif cfg.get('work_dir') is None:
+        cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(config))[0])
+    if launcher != 'none' and not torch.cuda.is_available():
+        cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})['backend'] = 'gloo'
+    revert_sync_bn_when_single(cfg)
+    return cfg
+
+
+def build_runner(cfg: Config) -> Runner:
+    """The config's ``runner_type`` if it names one, else mmengine's Runner."""
+    if 'runner_type' in cfg:
+        return RUNNERS.build(cfg)
+    return Runner.from_cfg(cfg)

@@ -1,0 +1,84 @@
+"""Load mmengine checkpoints with torch's weights-only unpickler.
+
+torch >= 2.6 loads with ``weights_only=True`` by default and refuses the
+non-tensor objects mmengine stores beside the weights. Instead of turning the
+safety off, :func:`allow_mmengine_checkpoints` allows exactly what an
+mmengine training checkpoint holds besides tensors and plain containers:
+
+* the message hub's :class:`~mmengine.logging.HistoryBuffer` of every logged
+  scalar, whose state holds its statistic functions (pickled as
+  ``getattr(HistoryBuffer, 'mean')``): ``builtins.getattr`` is mapped to
+  :func:`history_buffer_statistic`, which resolves only those;
+* numpy arrays, dtypes and scalars of the logged values (under numpy 2's
+  ``numpy._core`` and numpy 1's ``numpy.core`` paths).
+
+Anything else (another class, a real ``getattr`` call) is still refused.
+"""
+from contextlib import contextmanager
+from typing import Callable, Iterator, List, Tuple, Union
+
+import numpy as np
+import torch.serialization
+from mmengine.logging import HistoryBuffer
+from pickle import UnpicklingError
+
+SafeGlobal = Union[Callable, Tuple[Callable, str]]
+DEFAULT_STATISTICS = ('min', 'max', 'current', 'mean')  # every HistoryBuffer has these
+
+
+def history_buffer_statistic(owner: type, name: str) -> Callable:
+    """The stand-in for ``builtins.getattr`` while loading: HistoryBuffer statistics only.
+
+    Args:
+        owner (type): Must be :class:`~mmengine.logging.HistoryBuffer`.
+        name (str): One of its default statistics ('min', 'max', 'current',
+            'mean') or one registered with ``HistoryBuffer.register_statistics``.
+
+    Returns:
+        Callable: The statistic function, e.g. ``HistoryBuffer.mean``.
+
+    Raises:
+        UnpicklingError: For any other object or attribute.
+    """
+    statistic = HistoryBuffer._statistics_methods.get(name)
+    if statistic is None and name in DEFAULT_STATISTICS:
+        statistic = getattr(HistoryBuffer, name)
+    if owner is not HistoryBuffer or statistic is None:
+        raise UnpicklingError(
+            f'refusing getattr({owner!r}, {name!r}) in a weights-only load: only the '
+            'statistic functions of mmengine\'s HistoryBuffer are allowed')
+    return statistic
+
+
+NUMERIC_TYPES = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                 np.uint32, np.uint64, np.float16, np.float32, np.float64)
+
+
+def numpy_reconstructors() -> List[SafeGlobal]:
+    """numpy arrays, numeric dtypes and scalars, under numpy 1 and 2 module paths."""
+    multiarray = np.core.multiarray if np.__version__ < '2' else np._core.multiarray
+    dtype_classes = {type(np.dtype(scalar_type)) for scalar_type in NUMERIC_TYPES}
+    globals_: List[SafeGlobal] = [np.ndarray, np.dtype, *sorted(dtype_classes, key=str)]
+    for module in ('numpy.core.multiarray', 'numpy._core.multiarray'):
+        globals_ += [(multiarray._reconstruct, f'{module}._reconstruct'),
+                     (multiarray.scalar, f'{module}.scalar')]
+    return globals_
+
+
+MMENGINE_CHECKPOINT_TYPES: List[SafeGlobal] = [
+    HistoryBuffer,
+    (history_buffer_statistic, 'builtins.getattr'),
+    *numpy_reconstructors(),
+]
+
+
+@contextmanager
+def allow_mmengine_checkpoints() -> Iterator[None]:
+    """Within the context, weights-only ``torch.load`` accepts mmengine checkpoints.
+
+    Example:
+        >>> with allow_mmengine_checkpoints():
+        ...     runner.train()  # --resume loads optimizer, schedulers, message hub
+    """
+    with torch.serialization.safe_globals(MMENGINE_CHECKPOINT_TYPES):
+        yield

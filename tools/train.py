@@ -1,0 +1,72 @@
+"""Train a detector or a segmentor with an mmrmt backbone.
+
+One tool for MMDetection and MMSegmentation configs: the config's
+``default_scope`` ('mmdet' or 'mmseg') decides which library's registries
+build the run. Without CUDA it trains on the CPU, and distributed runs
+(``--launcher pytorch``, see tools/dist_train.sh) use the gloo backend.
+
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
+                          [--cfg-options KEY=VALUE ...] [--launcher pytorch]
+"""
+import argparse
+import os
+import sys
+
+import torch
+from mmengine.config import DictAction
+
+from mmrmt.utils import (PreflightError, allow_mmengine_checkpoints, build_runner,
+                         check_checkpoint_file, check_dataloader_paths, check_evaluator_files,
+                         load_run_config)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description='Train a detector or a segmentor')
+    parser.add_argument('config', help='train config file path')
+    parser.add_argument('--work-dir', help='the dir to save logs and models')
+    parser.add_argument(
+        '--resume', nargs='?', type=str, const='auto',
+        help='resume from this checkpoint, or, without a path, from the latest '
+        'checkpoint in the work dir')
+    parser.add_argument(
+        '--amp', action='store_true',
+        help='automatic mixed precision (float16 with dynamic loss scaling; needs CUDA)')
+    parser.add_argument(
+        '--cfg-options', nargs='+', action=DictAction,
+        help='override config settings, e.g. key=value a.b=1 list="[1,2]" (no spaces)')
+    parser.add_argument(
+        '--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'], default='none',
+        help='job launcher')
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    args = parser.parse_args()
+    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    try:
+        cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
+        if args.amp:
+            if not torch.cuda.is_available():
+                raise PreflightError('--amp needs a CUDA device; train without --amp on the CPU')
+            cfg.optim_wrapper.type = 'AmpOptimWrapper'
+            cfg.optim_wrapper.loss_scale = 'dynamic'
+        if args.resume == 'auto':
+            cfg.resume, cfg.load_from = True, None
+        elif args.resume is not None:
+            check_checkpoint_file(args.resume, '--resume checkpoint')
+            cfg.resume, cfg.load_from = True, args.resume
+        else:
+            check_checkpoint_file(cfg.get('load_from'), 'load_from checkpoint')
+        check_dataloader_paths(cfg, ['train_dataloader', 'val_dataloader'])
+        check_evaluator_files(cfg, ['val_evaluator'])
+    except PreflightError as error:
+        sys.exit(f'error: {error}')
+    runner = build_runner(cfg)
+    with allow_mmengine_checkpoints():
+        runner.train()
+
+
+if __name__ == '__main__':
+    main()
