@@ -15,6 +15,7 @@ import sys
 import torch
 from mmengine.config import DictAction
 
+from mmrmt.engine import ResumeRNGHook
 from mmrmt.utils import (PreflightError, allow_mmengine_checkpoints, build_runner,
                          check_checkpoint_file, check_dataloader_paths, check_evaluator_files,
                          load_run_config)
@@ -64,6 +65,7 @@ def main() -> None:
     except PreflightError as error:
         sys.exit(f'error: {error}')
     runner = build_runner(cfg)
+    runner.register_hook(ResumeRNGHook())
     with allow_mmengine_checkpoints():
         runner.train()
 

@@ -1,18 +1,21 @@
 """The config handling tools/train.py and tools/test.py share.
 
 Loads a config with its command-line overrides, then adapts it to the
-machine: the work dir default, the launcher, the gloo backend when there is
-no CUDA, and BN instead of SyncBN when the run is not distributed on CUDA.
+machine: the work dir default, the launcher, BN instead of SyncBN when the
+run is not distributed on CUDA, and, for distributed runs without CUDA, the
+gloo backend and a CPU DistributedDataParallel. mmengine's own process-group
+setup assumes a GPU per process, so :func:`build_runner` starts gloo itself.
 """
 import os.path as osp
 from typing import Optional
 
 import torch
+import torch.distributed as dist
 from mmengine.config import Config
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
-from .preflight import check_config_file
+from .preflight import PreflightError, check_config_file
 from .sync_bn import revert_sync_bn_when_single
 
 
@@ -33,7 +36,8 @@ def load_run_config(config: str,
         Config: The prepared config.
 
     Raises:
-        PreflightError: If the config file does not exist.
+        PreflightError: If the config file does not exist, or a CPU run asks
+            for a launcher other than 'pytorch'.
     """
     check_config_file(config)
     cfg = Config.fromfile(config)
@@ -45,13 +49,31 @@ def load_run_config(config: str,
     elif cfg.get('work_dir') is None:
         cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(config))[0])
     if launcher != 'none' and not torch.cuda.is_available():
-        cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})['backend'] = 'gloo'
+        use_cpu_processes(cfg)
     revert_sync_bn_when_single(cfg)
     return cfg
 
 
+def use_cpu_processes(cfg: Config) -> None:
+    """Set gloo and a device-less DistributedDataParallel for a CPU run."""
+    if cfg.launcher != 'pytorch':
+        raise PreflightError(f'without CUDA only --launcher pytorch is supported, got '
+                             f'--launcher {cfg.launcher}')
+    cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})['backend'] = 'gloo'
+    if cfg.get('model_wrapper_cfg') is None:
+        cfg.model_wrapper_cfg = dict(
+            type='MMDistributedDataParallel', device_ids=None, broadcast_buffers=False,
+            find_unused_parameters=cfg.get('find_unused_parameters', False))
+
+
 def build_runner(cfg: Config) -> Runner:
-    """The config's ``runner_type`` if it names one, else mmengine's Runner."""
+    """The config's ``runner_type`` if it names one, else mmengine's Runner.
+
+    A distributed run without CUDA joins its gloo process group here (from
+    torchrun's environment variables) before the runner is built.
+    """
+    if cfg.launcher == 'pytorch' and not torch.cuda.is_available() and not dist.is_initialized():
+        dist.init_process_group(backend=cfg.env_cfg.dist_cfg.backend)
     if 'runner_type' in cfg:
         return RUNNERS.build(cfg)
     return Runner.from_cfg(cfg)
