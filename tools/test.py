@@ -18,12 +18,16 @@ import argparse
 import os
 import os.path as osp
 import sys
+import warnings
 
 from mmengine.config import Config, DictAction
 
 from mmrmt.utils import (PreflightError, allow_mmengine_checkpoints, build_runner,
                          check_checkpoint_file, check_dataloader_paths, check_evaluator_files,
                          load_run_config)
+
+# mmengine's imports trigger setuptools' pkg_resources deprecation notice
+warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
 
 
 def parse_args() -> argparse.Namespace:

@@ -11,6 +11,7 @@ build the run. Without CUDA it trains on the CPU, and distributed runs
 import argparse
 import os
 import sys
+import warnings
 
 import torch
 from mmengine.config import DictAction
@@ -19,6 +20,9 @@ from mmrmt.engine import ResumeRNGHook
 from mmrmt.utils import (PreflightError, allow_mmengine_checkpoints, build_runner,
                          check_checkpoint_file, check_dataloader_paths, check_evaluator_files,
                          load_run_config)
+
+# mmengine's imports trigger setuptools' pkg_resources deprecation notice
+warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
 
 
 def parse_args() -> argparse.Namespace:

@@ -1,0 +1,70 @@
+"""make_demo_data: deterministic, idempotent, COCO and ADE20K layouts whose
+annotations match the pictures."""
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from pycocotools import mask as mask_utils
+
+from mmrmt.datasets import DEMO_DET_CLASSES, DEMO_SEG_CLASSES, make_demo_data
+from mmrmt.datasets.demo_data import SHAPE_COLOURS, SPLIT_SIZES
+
+
+@pytest.fixture(scope='module')
+def root(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp('demo')
+    make_demo_data(str(path))
+    return path
+
+
+def digest(root: Path) -> dict:
+    return {str(path.relative_to(root)): hashlib.md5(path.read_bytes()).hexdigest()
+            for path in sorted(root.rglob('*')) if path.is_file()}
+
+
+def test_layout_and_counts(root):
+    coco = root / 'coco'
+    for split, count in SPLIT_SIZES['coco'].items():
+        data = json.loads((coco / 'annotations' / f'instances_{split}.json').read_text())
+        assert len(data['images']) == count == len(list((coco / split).glob('*.jpg')))
+        assert [c['name'] for c in data['categories']] == list(DEMO_DET_CLASSES)
+    for split, count in SPLIT_SIZES['ade'].items():
+        assert len(list((root / 'ade' / 'images' / split).glob('*.jpg'))) == count
+        assert len(list((root / 'ade' / 'annotations' / split).glob('*.png'))) == count
+
+
+def test_coco_annotations_match_pictures(root):
+    data = json.loads((root / 'coco' / 'annotations' / 'instances_val.json').read_text())
+    files = {image['id']: image['file_name'] for image in data['images']}
+    assert {a['category_id'] for a in data['annotations']} == {1, 2, 3}
+    for annotation in data['annotations'][:40]:
+        mask = mask_utils.decode(annotation['segmentation']).astype(bool)
+        assert annotation['area'] == mask.sum() > 0
+        ys, xs = np.nonzero(mask)
+        assert annotation['bbox'] == [xs.min(), ys.min(), xs.max() - xs.min() + 1, ys.max() - ys.min() + 1]
+        # the visible pixels carry the colour of the annotated shape
+        image = np.asarray(Image.open(root / 'coco' / 'val' / files[annotation['image_id']]))
+        mean = image[mask].mean(0)
+        name = DEMO_DET_CLASSES[annotation['category_id'] - 1]
+        assert np.argmax(mean) == np.argmax(SHAPE_COLOURS[name])
+
+
+def test_ade_label_maps_use_the_ade_convention(root):
+    labels = np.asarray(Image.open(root / 'ade' / 'annotations' / 'training' / 'training_0000.png'))
+    assert labels.shape == (128, 128) and labels.dtype == np.uint8
+    values = set(np.unique(labels))
+    assert 0 in values  # unlabelled seams
+    assert values <= set(range(len(DEMO_SEG_CLASSES) + 1))
+    assert {1, 2} <= values  # sky and ground
+
+
+def test_deterministic_and_idempotent(root, tmp_path):
+    first = digest(root)
+    make_demo_data(str(root))  # a finished set is left untouched
+    assert digest(root) == first
+    again = tmp_path / 'again'
+    make_demo_data(str(again))
+    assert digest(again) == first

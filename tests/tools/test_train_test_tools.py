@@ -1,0 +1,71 @@
+"""tools/train.py trains detection and segmentation configs and writes
+checkpoints; tools/test.py evaluates them with the configs' metrics."""
+import pickle
+import re
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from tool_process import DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, run_tool, seg_data_options
+
+from mmrmt.utils import allow_mmengine_checkpoints
+
+METRIC = r'{}: (-?\d+\.\d+)'
+
+
+def metric(output: str, name: str) -> float:
+    found = re.findall(METRIC.format(re.escape(name)), output)
+    assert found, f'{name} not printed:\n{output[-2000:]}'
+    return float(found[-1])
+
+
+def load(path):
+    with allow_mmengine_checkpoints():
+        return torch.load(path, map_location='cpu', weights_only=True)
+
+
+def test_train_writes_detection_checkpoints(det_work_dir):
+    checkpoint = load(det_work_dir / 'iter_4.pth')
+    assert checkpoint['meta']['iter'] == 4
+    assert any(key.startswith('backbone.layers.') for key in checkpoint['state_dict'])
+    assert (det_work_dir / 'iter_2.pth').is_file()
+    assert (det_work_dir / 'last_checkpoint').read_text().strip().endswith('iter_4.pth')
+
+
+def test_test_prints_coco_map_and_dumps(det_work_dir, demo_root, tmp_path):
+    out, show = tmp_path / 'preds.pkl', tmp_path / 'show'
+    result = run_tool(['test.py', DET_CONFIG, det_work_dir / 'iter_4.pth', '--work-dir',
+                       tmp_path / 'work', '--out', out, '--show-dir', show, '--cfg-options',
+                       *det_data_options(demo_root)])
+    check_ok(result)
+    for name in ('coco/bbox_mAP', 'coco/bbox_mAP_50', 'coco/segm_mAP'):
+        assert 0.0 <= metric(result.stdout, name) <= 1.0
+    predictions = pickle.loads(out.read_bytes())
+    assert len(predictions) == 8
+    assert {'bboxes', 'labels', 'scores', 'masks'} <= set(predictions[0]['pred_instances'])
+    assert len(list(show.glob('*.jpg'))) == 8
+
+
+@pytest.fixture(scope='module')
+def seg_work_dir(demo_root, tmp_path_factory):
+    work_dir = tmp_path_factory.mktemp('seg_train')
+    check_ok(run_tool(['train.py', SEG_CONFIG, '--work-dir', work_dir, '--cfg-options',
+                       'train_cfg.val_interval=100', *seg_data_options(demo_root)]))
+    return work_dir
+
+
+def test_segmentation_train_then_test_prints_miou(seg_work_dir, demo_root, tmp_path):
+    assert load(seg_work_dir / 'iter_4.pth')['meta']['iter'] == 4
+    out, show = tmp_path / 'label_maps', tmp_path / 'show'
+    result = run_tool(['test.py', SEG_CONFIG, seg_work_dir / 'iter_4.pth', '--work-dir',
+                       tmp_path / 'work', '--out', out, '--show-dir', show, '--cfg-options',
+                       *seg_data_options(demo_root)])
+    check_ok(result)
+    assert 0.0 <= metric(result.stdout, 'mIoU') <= 100.0
+    label_maps = sorted(out.glob('*.png'))
+    assert len(label_maps) == 8
+    # ADE20K convention, like the annotations: 1..5 are the classes, 0 is never predicted
+    labels = np.asarray(Image.open(label_maps[0]))
+    assert labels.shape == (128, 128) and 1 <= labels.min() and labels.max() <= 5
+    assert len(list(show.rglob('*.png'))) == 8

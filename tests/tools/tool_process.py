@@ -1,0 +1,49 @@
+"""Run the repository's tools in subprocesses, as a user would, on the demo data."""
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Sequence
+
+REPO = Path(__file__).resolve().parents[2]
+TEST_CONFIGS = REPO / 'tests' / 'data' / 'configs'
+DET_CONFIG = TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py'
+SEG_CONFIG = TEST_CONFIGS / 'upernet_rmt-tiny_test.py'
+LOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
+
+
+def tool_env() -> dict:
+    """One thread a process (the tests share a small machine), this interpreter."""
+    return dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1', PYTHON=sys.executable)
+
+
+def run_tool(args: Sequence[str], timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``tools/<args[0]>`` with the remaining arguments from the repo root."""
+    script = REPO / 'tools' / args[0]
+    command = ['bash', str(script)] if script.suffix == '.sh' else [sys.executable, str(script)]
+    return subprocess.run(command + [str(arg) for arg in args[1:]], cwd=REPO, env=tool_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def det_data_options(root: Path) -> List[str]:
+    """--cfg-options pointing the detection test config at a demo data folder."""
+    coco = root / 'coco'
+    ann = coco / 'annotations' / 'instances_val.json'
+    return ([f'{loader}.dataset.data_root={coco}/' for loader in LOADERS]
+            + [f'val_evaluator.ann_file={ann}', f'test_evaluator.ann_file={ann}'])
+
+
+def seg_data_options(root: Path) -> List[str]:
+    """--cfg-options pointing the segmentation test config at a demo data folder."""
+    return [f'{loader}.dataset.data_root={root / "ade"}/' for loader in LOADERS]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def check_ok(result: subprocess.CompletedProcess) -> None:
+    assert result.returncode == 0, f'tool failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}'
