@@ -70,3 +70,57 @@ def count_parameters(model: nn.Module) -> int:
 
 def config_name(path: Path) -> str:
     return path.stem
+
+
+def point_at_demo_data(cfg: Config, root: Path) -> None:
+    """Point the train and val dataloaders of ``cfg`` at the demo sets under ``root``.
+
+    COCO configs read ``root/coco`` (with the demo class names); ADE20K
+    configs read ``root/ade``, whose label maps use ADE20K's convention.
+    """
+    from mmrmt.datasets import DEMO_DET_CLASSES
+    for loader, split in (('train_dataloader', 'train'), ('val_dataloader', 'val')):
+        dataset = cfg[loader].dataset
+        if dataset.type == 'CocoDataset':
+            dataset.update(data_root=str(root / 'coco'), ann_file=f'annotations/instances_{split}.json',
+                           data_prefix=dict(img=f'{split}/'), metainfo=dict(classes=DEMO_DET_CLASSES))
+        elif dataset.type == 'ADE20KDataset':
+            dataset.data_root = str(root / 'ade')
+        else:
+            raise ValueError(f'no demo data for a {dataset.type}')
+        cfg[loader].update(num_workers=0, persistent_workers=False)
+
+
+def shrink_image_sizes(cfg: Config, factor: int) -> None:
+    """Divide every resize scale and crop size of the pipelines (and the
+    segmentor's padding size) by ``factor``, keeping the transforms."""
+
+    def shrink(size):
+        return tuple(side // factor for side in size)
+
+    for loader in ('train_dataloader', 'val_dataloader'):
+        for transform in cfg[loader].dataset.pipeline:
+            if 'scale' in transform:
+                scale = transform['scale']
+                transform['scale'] = ([shrink(s) for s in scale] if isinstance(scale[0], (list, tuple))
+                                      else shrink(scale))
+            if 'scales' in transform:
+                transform['scales'] = [shrink(s) for s in transform['scales']]
+            if 'crop_size' in transform:
+                transform['crop_size'] = shrink(transform['crop_size'])
+    preprocessor = cfg.model.get('data_preprocessor', {})
+    if preprocessor.get('size') is not None:
+        preprocessor['size'] = shrink(preprocessor['size'])
+
+
+def cap_rois(cfg: Config, sampled: int = 64, proposals: int = 100) -> None:
+    """Fewer RoIs through the R-CNN heads of a two-stage ``cfg`` (a no-op otherwise):
+    ``sampled`` per image in training, ``proposals`` per image at test time."""
+    train_cfg, test_cfg = cfg.model.get('train_cfg', {}), cfg.model.get('test_cfg', {})
+    if 'rcnn' not in train_cfg:
+        return
+    stages = train_cfg.rcnn if isinstance(train_cfg.rcnn, list) else [train_cfg.rcnn]
+    for stage in stages:
+        stage.sampler.num = sampled
+    train_cfg.rpn_proposal.max_per_img = 4 * sampled
+    test_cfg.rpn.max_per_img = proposals

@@ -1,0 +1,122 @@
+"""Parameters and FLOPs of a config's model (or of its backbone) at one input size.
+
+FLOPs are counted by tracing one forward pass with mmengine's fvcore-style
+counter: one multiply-add is one FLOP, and the matrix products of attention
+(``scaled_dot_product_attention`` included) and token mixing count; norms,
+activations and element-wise ops do not. Detectors run their ``tensor`` forward on one image of the given
+size, through the RPN's test-time proposals for two-stage models, as
+mmdet's own tool does; segmentors run their decode head. The model is built
+on the CPU with plain BN in place of SyncBN, and without loading checkpoints.
+
+Examples::
+
+    python tools/analysis_tools/get_flops.py configs/rmt/mask-rcnn_rmt-t_fpn_1x_coco.py --shape 800 1280
+    python tools/analysis_tools/get_flops.py configs/rmt/upernet_rmt-s_4xb4-160k_ade20k-512x512.py \\
+        --shape 512 2048
+    python tools/analysis_tools/get_flops.py configs/rmt/retinanet_rmt-t_fpn_1x_coco.py --shape 224 \\
+        --backbone-only
+"""
+import argparse
+from functools import partial
+from math import prod
+from typing import Any, List, Optional, Sequence
+
+import torch
+from mmengine.analysis import FlopAnalyzer, parameter_count
+from mmengine.analysis.print_helper import complexity_stats_table
+from mmengine.analysis.jit_handles import get_shape
+from mmengine.config import Config, DictAction
+from mmengine.registry import MODELS, init_default_scope
+from torch import nn
+
+from mmrmt.utils import revert_sync_bn_when_single
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('config', help='config file')
+    parser.add_argument('--shape', type=int, nargs='+', default=[1280, 800],
+                        help='input size: H W, or one value for a square (default: 1280 800)')
+    parser.add_argument('--backbone-only', action='store_true', help='count the backbone alone')
+    parser.add_argument('--show-table', action='store_true', help='print the per-module table')
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='override config settings, e.g. model.backbone.arch=s')
+    args = parser.parse_args(argv)
+    if len(args.shape) not in (1, 2) or min(args.shape) < 1:
+        parser.error(f'--shape takes H W or one size, got {args.shape}')
+    return args
+
+
+def attention_flops(inputs: List[Any], outputs: List[Any]) -> int:
+    """FLOPs of ``aten::scaled_dot_product_attention``: q @ k^T and attn @ v.
+
+    q is (..., L, E), k (..., S, E), v (..., S, Ev): L * S * (E + Ev)
+    multiply-adds for each leading index (batch, heads).
+    """
+    query, key, value = (get_shape(value) for value in inputs[:3])
+    *leading, length, dims = query
+    return prod(leading) * length * key[-2] * (dims + value[-1])
+
+
+def build_cpu_model(cfg: Config) -> nn.Module:
+    """``cfg.model`` in eval mode on the CPU, with BN for SyncBN, no checkpoint loaded."""
+    revert_sync_bn_when_single(cfg, distributed=False)
+    init_default_scope(cfg.get('default_scope', 'mmdet'))
+    model = MODELS.build(cfg.model)
+    return model.eval()
+
+
+def tensor_forward(model: nn.Module, height: int, width: int) -> nn.Module:
+    """The model's ``tensor`` forward for one (height, width) image as a one-input module.
+
+    Detectors need per-image meta information for their proposals; the
+    sample built here describes an unpadded, unscaled image.
+    """
+    if model.__class__.__module__.startswith('mmdet'):
+        from mmdet.structures import DetDataSample
+        shape = (height, width)
+        sample = DetDataSample(metainfo=dict(img_shape=shape, ori_shape=shape, pad_shape=shape,
+                                             batch_input_shape=shape, scale_factor=(1., 1.)))
+        model.forward = partial(model.forward, data_samples=[sample], mode='tensor')
+    else:
+        model.forward = partial(model.forward, data_samples=None, mode='tensor')
+    return model
+
+
+def complexity(cfg: Config, shape: Sequence[int], backbone_only: bool = False,
+               show_table: bool = False) -> dict:
+    """Parameters and FLOPs of ``cfg``'s model (or backbone) for a (H, W) input.
+
+    Returns:
+        dict: ``params`` and ``flops`` (ints), ``table`` (str, if asked).
+    """
+    height, width = (shape[0], shape[0]) if len(shape) == 1 else shape
+    model = build_cpu_model(cfg)
+    target = model.backbone if backbone_only else tensor_forward(model, height, width)
+    with torch.no_grad():
+        analyzer = FlopAnalyzer(target, (torch.zeros(1, 3, height, width), ))
+        analyzer.set_op_handle('aten::scaled_dot_product_attention', attention_flops)
+        analyzer.unsupported_ops_warnings(False).uncalled_modules_warnings(False)
+        result = dict(params=parameter_count(target)[''], flops=analyzer.total())
+    if show_table:
+        result['table'] = complexity_stats_table(analyzer, show_param_shapes=False)
+    return result
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = parse_args(argv)
+    cfg = Config.fromfile(args.config)
+    if args.cfg_options:
+        cfg.merge_from_dict(args.cfg_options)
+    shape = args.shape if len(args.shape) == 2 else args.shape * 2
+    result = complexity(cfg, shape, args.backbone_only, args.show_table)
+    if args.show_table:
+        print(result['table'])
+    what = 'backbone' if args.backbone_only else 'model'
+    print(f'{args.config} ({what}), input 1x3x{shape[0]}x{shape[1]}:\n'
+          f'  params: {result["params"] / 1e6:.2f} M\n'
+          f'  FLOPs:  {result["flops"] / 1e9:.2f} G')
+
+
+if __name__ == '__main__':
+    main()
