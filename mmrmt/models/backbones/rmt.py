@@ -9,7 +9,8 @@ downsampling between stages; a LayerNorm on every emitted feature.
 Parameter names are the upstream ones, so upstream files load unchanged.
 """
 import math
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from collections import OrderedDict
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -20,7 +21,17 @@ from torch import nn
 from mmrmt.registry import register_backbone
 from ..layers import ChannelsLastDWConv, PyramidBackbone, resolve_arch
 
+ATTENTION_IMPLS = ('fast', 'reference')
 RotaryTables = Tuple[torch.Tensor, torch.Tensor]
+
+
+def check_attn_impl(attn_impl: str) -> str:
+    """Return ``attn_impl`` if it names a MaSA implementation, else raise."""
+    if attn_impl not in ATTENTION_IMPLS:
+        raise ValueError(f'RMT: attn_impl must be one of {ATTENTION_IMPLS} (\'fast\': fused '
+                         f'attention with cached tables; \'reference\': the straightforward '
+                         f'computation of the spec), got {attn_impl!r}.')
+    return attn_impl
 
 
 def rotate_pairs(x: torch.Tensor) -> torch.Tensor:
@@ -32,8 +43,40 @@ def apply_rotary(x: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor) -> torch
     return x * cos + rotate_pairs(x) * sin
 
 
+def apply_rotary_signed(x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+    """:func:`apply_rotary` with the pair sign folded into ``signed_sin``.
+
+    ``signed_sin`` holds (-sin, sin) on each channel pair, so swapping the
+    pair members is all that is left of the rotation; same values bit for bit.
+    """
+    swapped = x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
+    return torch.addcmul(x * cos, swapped, signed_sin)
+
+
+class FastTables(NamedTuple):
+    """What the fast MaSA of one grid needs, in the attention dtype.
+
+    Decomposed stages: ``cos`` and ``signed_sin`` are (h, w, d), to
+    broadcast over heads-major (2, B, n, h, w, d) q and k; ``mask_w`` is
+    (1, n, w, w) and ``mask_h`` (1, n, h, h). Full stages: the rotary tables
+    are (h, w, 1, 1, d), for channels-last (B, h, w, 2, n, d); ``mask`` is
+    (1, n, hw, hw).
+    """
+    cos: torch.Tensor
+    signed_sin: torch.Tensor
+    mask_h: Optional[torch.Tensor] = None
+    mask_w: Optional[torch.Tensor] = None
+    mask: Optional[torch.Tensor] = None
+
+
 class ManhattanRelPos(nn.Module):
     """Rotary tables and Manhattan decay masks of one stage (upstream ``Relpos``).
+
+    :meth:`rotary`, :meth:`decay_1d` and :meth:`decay_2d` compute the tables
+    afresh (the reference path); :meth:`fast_tables` serves them from a small
+    LRU cache keyed on grid, form, dtype and device. The cache is no part of
+    the state dict and is dropped whenever ``angle`` or ``decay`` change
+    (``load_state_dict``, ``.to()``, in-place edits).
 
     Args:
         embed_dims (int): Channels of the stage.
@@ -42,6 +85,10 @@ class ManhattanRelPos(nn.Module):
         heads_range (float): How much the exponent grows over the heads.
     """
 
+    #: Most grids kept; the newest entry is kept even when over the byte budget.
+    cache_entries = 4
+    cache_bytes = 256 * 2**20
+
     def __init__(self, embed_dims: int, num_heads: int, init_value: float, heads_range: float) -> None:
         super().__init__()
         head_dims = embed_dims // num_heads
@@ -49,6 +96,8 @@ class ManhattanRelPos(nn.Module):
         self.register_buffer('angle', angle.repeat_interleave(2))
         heads = torch.arange(num_heads, dtype=torch.float)
         self.register_buffer('decay', torch.log(1 - 2 ** (-init_value - heads_range * heads / num_heads)))
+        self._cache: 'OrderedDict[tuple, FastTables]' = OrderedDict()
+        self._cache_source: tuple = ()
 
     def rotary(self, height: int, width: int) -> RotaryTables:
         """sin and cos of token index x angle, each (height, width, head_dims)."""
@@ -69,6 +118,44 @@ class ManhattanRelPos(nn.Module):
         distance = (grid[:, None, :] - grid[None, :, :]).abs().sum(-1)
         return distance * self.decay[:, None, None]
 
+    def fast_tables(self, height: int, width: int, decomposed: bool, dtype: torch.dtype) -> FastTables:
+        """The tables of a (height, width) grid in ``dtype``, cached."""
+        source = (self.angle, self.angle._version, self.decay, self.decay._version)
+        if len(self._cache_source) != len(source) or any(
+                old is not new if isinstance(new, torch.Tensor) else old != new
+                for old, new in zip(self._cache_source, source)):
+            self._cache.clear()
+            self._cache_source = source
+        key = (height, width, decomposed, dtype, self.decay.device)
+        tables = self._cache.get(key)
+        if tables is None:
+            with torch.inference_mode(False), torch.no_grad():
+                tables = self._build_fast_tables(height, width, decomposed, dtype)
+            self._cache[key] = tables
+            self._evict()
+        self._cache.move_to_end(key)
+        return tables
+
+    def _build_fast_tables(self, height: int, width: int, decomposed: bool,
+                           dtype: torch.dtype) -> FastTables:
+        sin, cos = self.rotary(height, width)
+        sign = torch.tensor([-1.0, 1.0]).to(sin).repeat(sin.shape[-1] // 2)
+        shape = (height, width, -1) if decomposed else (height, width, 1, 1, -1)
+        cos, signed_sin = (t.reshape(shape).to(dtype) for t in (cos, sin * sign))
+        if decomposed:
+            return FastTables(cos, signed_sin, mask_h=self.decay_1d(height)[None].to(dtype),
+                              mask_w=self.decay_1d(width)[None].to(dtype))
+        return FastTables(cos, signed_sin, mask=self.decay_2d(height, width)[None].to(dtype))
+
+    def _evict(self) -> None:
+        def size(tables: FastTables) -> int:
+            return sum(t.numel() * t.element_size() for t in tables if t is not None)
+
+        total = sum(size(tables) for tables in self._cache.values())
+        while len(self._cache) > 1 and (len(self._cache) > self.cache_entries
+                                        or total > self.cache_bytes):
+            total -= size(self._cache.popitem(last=False)[1])
+
 
 class ManhattanSelfAttention(nn.Module):
     """MaSA with local context enhancement (upstream ``retention``).
@@ -78,14 +165,21 @@ class ManhattanSelfAttention(nn.Module):
         num_heads (int): Heads; ``embed_dims / num_heads`` must be even.
         decomposed (bool): Attend along rows then columns (linear cost)
             instead of over all tokens.
+        attn_impl (str): ``'fast'``: one fused q/k/v projection, cached
+            tables and ``scaled_dot_product_attention`` with the log-decay as
+            its additive mask (it recomputes attention in backward instead of
+            storing it). ``'reference'``: the spec's computation, step by step.
+            Both compute the same function. Defaults to ``'fast'``.
     """
 
-    def __init__(self, embed_dims: int, num_heads: int, decomposed: bool) -> None:
+    def __init__(self, embed_dims: int, num_heads: int, decomposed: bool,
+                 attn_impl: str = 'fast') -> None:
         super().__init__()
         self.num_heads = num_heads
         self.head_dims = embed_dims // num_heads
         self.scale = self.head_dims ** -0.5
         self.decomposed = decomposed
+        self.attn_impl = check_attn_impl(attn_impl)
         self.q_proj = nn.Linear(embed_dims, embed_dims)
         self.k_proj = nn.Linear(embed_dims, embed_dims)
         self.v_proj = nn.Linear(embed_dims, embed_dims)
@@ -93,6 +187,56 @@ class ManhattanSelfAttention(nn.Module):
         self.out_proj = nn.Linear(embed_dims, embed_dims)
 
     def forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
+        if check_attn_impl(self.attn_impl) == 'fast':
+            return self._fast_forward(x, relpos)
+        return self._reference_forward(x, relpos)
+
+    # --- fast path ------------------------------------------------------------
+    def _fast_forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
+        batch, height, width, channels = x.shape
+        weight = torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight))
+        bias = torch.cat((self.q_proj.bias, self.k_proj.bias, self.v_proj.bias))
+        qkv = F.linear(x, weight, bias).view(batch, height, width, 3, self.num_heads, self.head_dims)
+        lepe = self.lepe(qkv[..., 2, :, :].flatten(-2))
+        tables = relpos.fast_tables(height, width, self.decomposed, qkv.dtype)
+        if self.decomposed:
+            out = self._fast_decomposed(qkv, tables)
+        else:
+            out = self._fast_full(qkv, tables)
+        return self.out_proj(out.reshape(batch, height, width, channels) + lepe)
+
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                mask: torch.Tensor) -> torch.Tensor:
+        """softmax(scale * q k^T + mask) v over (N, heads, L, d): the k scale folded in."""
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+
+    def _fast_decomposed(self, qkv: torch.Tensor, tables: FastTables) -> torch.Tensor:
+        """Rows then columns on one heads-major copy; returns (B, h, w, n, d).
+
+        With (B n) as the batch both passes are views: the row pass reads rows
+        of (B n, h, w, d) and its output is laid out (B n, w, h, d), the
+        columns the second pass needs; the masks only repeat over the batch.
+        """
+        batch, height, width, _, heads, dims = qkv.shape
+        qkv = qkv.permute(3, 0, 4, 1, 2, 5).contiguous()  # (3, B, n, h, w, d)
+        q, k = apply_rotary_signed(qkv[:2], tables.signed_sin, tables.cos)
+        q, k, v = (t.reshape(batch * heads, height, width, dims) for t in (q, k, qkv[2]))
+        mask_w, mask_h = (mask.expand(batch, -1, -1, -1).reshape(batch * heads, 1, *mask.shape[-2:])
+                          for mask in (tables.mask_w, tables.mask_h))
+        v = self._attend(q, k, v, mask_w).transpose(1, 2)  # (B n, w, h, d)
+        out = self._attend(q.transpose(1, 2), k.transpose(1, 2), v, mask_h)  # (B n, w, h, d)
+        return out.transpose(1, 2).reshape(batch, heads, height, width, dims).permute(0, 2, 3, 1, 4)
+
+    def _fast_full(self, qkv: torch.Tensor, tables: FastTables) -> torch.Tensor:
+        """Attention over all tokens on channels-last views; returns (B, hw, n, d)."""
+        batch, height, width, _, heads, dims = qkv.shape
+        q, k = apply_rotary_signed(qkv[..., :2, :, :], tables.signed_sin, tables.cos).unbind(3)
+        q, k, v = (t.reshape(batch, height * width, heads, dims).transpose(1, 2)
+                   for t in (q, k, qkv[..., 2, :, :]))
+        return self._attend(q, k, v, tables.mask).transpose(1, 2)
+
+    # --- reference path (the spec, step by step) ----------------------------------
+    def _reference_forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
         batch, height, width, channels = x.shape
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
         lepe = self.lepe(v)
@@ -160,14 +304,17 @@ class RMTBlock(nn.Module):
         drop_path (float): Stochastic depth rate.
         layer_scale (float, optional): Initial layer-scale value, or None
             for no layer scale.
+        attn_impl (str): MaSA implementation, ``'fast'`` or ``'reference'``
+            (see :class:`ManhattanSelfAttention`). Defaults to ``'fast'``.
     """
 
     def __init__(self, embed_dims: int, num_heads: int, mlp_ratio: float, decomposed: bool,
-                 drop_path: float = 0., layer_scale: Optional[float] = None) -> None:
+                 drop_path: float = 0., layer_scale: Optional[float] = None,
+                 attn_impl: str = 'fast') -> None:
         super().__init__()
         self.pos = ChannelsLastDWConv(embed_dims, 3)
         self.retention_layer_norm = nn.LayerNorm(embed_dims, eps=1e-6)
-        self.retention = ManhattanSelfAttention(embed_dims, num_heads, decomposed)
+        self.retention = ManhattanSelfAttention(embed_dims, num_heads, decomposed, attn_impl)
         self.final_layer_norm = nn.LayerNorm(embed_dims, eps=1e-6)
         self.ffn = ConvFFN(embed_dims, int(mlp_ratio * embed_dims))
         self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
@@ -219,16 +366,18 @@ class RMTStage(nn.Module):
         out_channels (int, optional): Channels after the downsampling; None
             for the last stage (no downsampling).
         norm_cfg (dict): Norm of the downsampling.
+        attn_impl (str): MaSA implementation, ``'fast'`` or ``'reference'``.
+            Defaults to ``'fast'``.
     """
 
     def __init__(self, embed_dims: int, depth: int, num_heads: int, mlp_ratio: float,
                  init_value: float, heads_range: float, decomposed: bool,
                  drop_paths: Sequence[float], layer_scale: Optional[float],
-                 out_channels: Optional[int], norm_cfg: dict) -> None:
+                 out_channels: Optional[int], norm_cfg: dict, attn_impl: str = 'fast') -> None:
         super().__init__()
         self.Relpos = ManhattanRelPos(embed_dims, num_heads, init_value, heads_range)
         self.blocks = nn.ModuleList(
-            RMTBlock(embed_dims, num_heads, mlp_ratio, decomposed, drop_paths[i], layer_scale)
+            RMTBlock(embed_dims, num_heads, mlp_ratio, decomposed, drop_paths[i], layer_scale, attn_impl)
             for i in range(depth))
         self.downsample = (ConvDownsample(embed_dims, out_channels, norm_cfg)
                            if out_channels is not None else None)
@@ -259,6 +408,9 @@ class RMT(PyramidBackbone):
         norm_cfg (dict): Norm of the stem and downsampling convs.
             Defaults to ``dict(type='BN')``.
         with_cp (bool): Activation checkpointing per block. Defaults to False.
+        attn_impl (str): ``'fast'`` (fused attention, cached tables; the
+            default) or ``'reference'`` (the spec's computation step by step,
+            the oracle of the tests). Both compute the same function.
         init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
             to load an upstream ImageNet (or detection) checkpoint.
     """
@@ -295,7 +447,9 @@ class RMT(PyramidBackbone):
                  norm_eval: bool = False,
                  norm_cfg: dict = dict(type='BN'),
                  with_cp: bool = False,
+                 attn_impl: str = 'fast',
                  init_cfg: Optional[dict] = None) -> None:
+        check_attn_impl(attn_impl)
         settings = resolve_arch(arch, self.arch_zoo, self.per_stage_keys, 'RMT')
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
         super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg)
@@ -328,7 +482,8 @@ class RMT(PyramidBackbone):
                 heads_range=settings['heads_ranges'][i], decomposed=settings['decomposed'][i],
                 drop_paths=drop_paths[sum(depths[:i]):sum(depths[:i + 1])],
                 layer_scale=layer_scale_init if settings['layer_scales'][i] else None,
-                out_channels=dims[i + 1] if i + 1 < len(dims) else None, norm_cfg=norm_cfg))
+                out_channels=dims[i + 1] if i + 1 < len(dims) else None, norm_cfg=norm_cfg,
+                attn_impl=attn_impl))
         self.extra_norms = nn.ModuleDict({str(i): nn.LayerNorm(dims[i]) for i in self.out_indices})
         self._freeze_stages()
 

@@ -1,0 +1,215 @@
+"""The fast MaSA computes what the reference (the spec, step by step) computes."""
+import copy
+
+import pytest
+import torch
+
+from mmrmt.models.backbones.rmt import RMT, ManhattanRelPos, ManhattanSelfAttention
+
+# Tiny arch covering decomposed and full stages, with and without layer scale.
+TINY = dict(embed_dims=[16, 32, 48, 64], depths=[1, 2, 1, 1], num_heads=[2, 2, 4, 4],
+            mlp_ratios=[2, 2, 2, 2], init_values=[2, 2, 2, 2], heads_ranges=[4, 4, 6, 6],
+            decomposed=[True, False, True, False], layer_scales=[False, False, True, True],
+            layer_scale_init=0.5)
+
+
+def golden_arch(config: dict) -> dict:
+    return dict(embed_dims=config['embed_dims'], depths=config['depths'], num_heads=config['num_heads'],
+                mlp_ratios=config['mlp_ratios'], init_values=config['init_values'],
+                heads_ranges=config['heads_ranges'], decomposed=config['chunkwise_recurrents'],
+                layer_scales=config['layerscales'], layer_scale_init=config['layer_init_values'])
+
+
+def attention_pair(decomposed: bool, embed_dims: int = 32, num_heads: int = 4):
+    torch.manual_seed(0)
+    fast = ManhattanSelfAttention(embed_dims, num_heads, decomposed, attn_impl='fast')
+    for param in fast.parameters():  # random biases too, so every term matters
+        torch.nn.init.normal_(param, std=0.3)
+    reference = ManhattanSelfAttention(embed_dims, num_heads, decomposed, attn_impl='reference')
+    reference.load_state_dict(fast.state_dict())
+    return fast, reference, ManhattanRelPos(embed_dims, num_heads, 2, 4)
+
+
+def backbone_pair(arch: dict = TINY):
+    torch.manual_seed(0)
+    fast = RMT(arch, drop_path_rate=0.)
+    fast.init_weights()
+    reference = RMT(arch, drop_path_rate=0., attn_impl='reference')
+    reference.load_state_dict(fast.state_dict())
+    return fast, reference
+
+
+def grads(module: torch.nn.Module) -> dict:
+    return {name: param.grad for name, param in module.named_parameters()}
+
+
+@pytest.mark.parametrize('decomposed', [True, False])
+@pytest.mark.parametrize('batch,height,width', [(3, 7, 11), (1, 13, 5), (2, 1, 9)])
+def test_fast_attention_equals_reference_outputs_and_gradients(decomposed, batch, height, width):
+    fast, reference, relpos = attention_pair(decomposed)
+    x = torch.randn(batch, height, width, 32)
+    x_fast, x_ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out_fast, out_ref = fast(x_fast, relpos), reference(x_ref, relpos)
+    torch.testing.assert_close(out_fast, out_ref, atol=1e-4, rtol=1e-4)
+    weights = torch.randn_like(out_ref)
+    (out_fast * weights).sum().backward()
+    (out_ref * weights).sum().backward()
+    torch.testing.assert_close(x_fast.grad, x_ref.grad, atol=1e-4, rtol=1e-4)
+    ref_grads = grads(reference)
+    for name, grad in grads(fast).items():
+        torch.testing.assert_close(grad, ref_grads[name], atol=1e-4, rtol=1e-4, msg=name)
+
+
+def test_fast_backbone_equals_reference_outputs_and_gradients():
+    fast, reference = backbone_pair()
+    x = torch.randn(2, 3, 45, 71)  # odd sizes: grids 12x18, 6x9, 3x5, 2x3
+    outs_fast, outs_ref = fast(x), reference(x)
+    for out_fast, out_ref in zip(outs_fast, outs_ref):
+        torch.testing.assert_close(out_fast, out_ref, atol=1e-4, rtol=1e-4)
+    sum(out.square().mean() for out in outs_fast).backward()
+    sum(out.square().mean() for out in outs_ref).backward()
+    ref_grads = grads(reference)
+    for name, grad in grads(fast).items():
+        torch.testing.assert_close(grad, ref_grads[name], atol=1e-4, rtol=1e-4, msg=name)
+
+
+@pytest.mark.parametrize('attn_impl', ['fast', 'reference'])
+def test_both_impls_match_upstream_golden(data_dir, attn_impl):
+    golden = torch.load(data_dir / 'rmt_tiny_seed0.pt')
+    model = RMT(golden_arch(golden['config']), drop_path_rate=0., attn_impl=attn_impl).eval()
+    model.load_state_dict(golden['state_dict'], strict=True)
+    with torch.no_grad():
+        outputs = model(golden['input'])
+    for ours, upstream in zip(outputs, golden['outputs']):
+        assert (ours - upstream).abs().max() < 1e-4
+
+
+def relative_error(ours: torch.Tensor, reference: torch.Tensor) -> float:
+    return ((ours.float() - reference).norm() / reference.norm()).item()
+
+
+def test_fast_path_under_bf16_autocast_is_finite_and_close():
+    fast, reference = backbone_pair()
+    fast.eval(), reference.eval()
+    x = torch.randn(2, 3, 45, 71)
+    with torch.no_grad():
+        expected = reference(x)
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            outputs = fast(x)
+    for out, ref in zip(outputs, expected):
+        assert torch.isfinite(out).all()
+        assert relative_error(out, ref) < 2e-2
+
+
+@pytest.mark.parametrize('decomposed', [True, False])
+def test_fast_attention_trains_under_bf16_autocast(decomposed):
+    fast, reference, relpos = attention_pair(decomposed)
+    x, weights = torch.randn(2, 9, 11, 32), torch.randn(2, 9, 11, 32)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        out = fast(x, relpos)
+    (out.float() * weights).sum().backward()
+    expected = reference(x, relpos)
+    (expected * weights).sum().backward()
+    assert torch.isfinite(out).all() and relative_error(out, expected) < 2e-2
+    ref_grads = grads(reference)
+    for name, grad in grads(fast).items():  # bf16 logits: q and k grads err most, ~2e-2
+        assert torch.isfinite(grad).all() and relative_error(grad, ref_grads[name]) < 5e-2, name
+
+
+def test_fast_is_default_and_reference_selectable():
+    assert {m.attn_impl for m in RMT(TINY).modules() if isinstance(m, ManhattanSelfAttention)} == {'fast'}
+    assert {m.attn_impl for m in RMT(TINY, attn_impl='reference').modules()
+            if isinstance(m, ManhattanSelfAttention)} == {'reference'}
+
+
+@pytest.mark.parametrize('bad', ['flash', 'Fast', None])
+def test_unknown_attn_impl_is_a_clear_error(bad):
+    with pytest.raises(ValueError, match=r"attn_impl must be one of \('fast', 'reference'\)"):
+        RMT(TINY, attn_impl=bad)
+    with pytest.raises(ValueError, match='attn_impl must be one of'):
+        ManhattanSelfAttention(32, 4, True, attn_impl=bad)
+    attention, _, relpos = attention_pair(True)
+    attention.attn_impl = bad  # set after construction: caught on the next call
+    with pytest.raises(ValueError, match='attn_impl must be one of'):
+        attention(torch.randn(1, 3, 3, 32), relpos)
+
+
+def test_tables_are_built_once_per_grid_and_dtype():
+    relpos = ManhattanRelPos(32, 4, 2, 4)
+    first = relpos.fast_tables(5, 7, True, torch.float32)
+    assert relpos.fast_tables(5, 7, True, torch.float32) is first
+    assert relpos.fast_tables(5, 7, True, torch.bfloat16) is not first
+    assert relpos.fast_tables(5, 7, True, torch.bfloat16).cos.dtype == torch.bfloat16
+    assert relpos.fast_tables(7, 5, True, torch.float32) is not first
+    assert relpos.fast_tables(5, 7, False, torch.float32).mask.shape == (1, 4, 35, 35)
+
+
+def test_tables_match_the_reference_tables():
+    relpos = ManhattanRelPos(32, 4, 2, 4)
+    sin, cos = relpos.rotary(5, 7)
+    tables = relpos.fast_tables(5, 7, True, torch.float32)
+    assert torch.equal(tables.cos, cos)
+    assert torch.equal(tables.signed_sin.abs(), sin.abs())
+    assert torch.equal(tables.mask_h[0], relpos.decay_1d(5))
+    assert torch.equal(tables.mask_w[0], relpos.decay_1d(7))
+    assert torch.equal(relpos.fast_tables(5, 7, False, torch.float32).mask[0], relpos.decay_2d(5, 7))
+
+
+def test_cache_is_not_in_the_state_dict_and_keeps_the_checkpoint_buffers():
+    model = RMT(TINY).eval()
+    with torch.no_grad():
+        model(torch.randn(1, 3, 32, 32))  # fills the caches
+    keys = [key for key in model.state_dict() if key.startswith('layers.0.Relpos')]
+    assert keys == ['layers.0.Relpos.angle', 'layers.0.Relpos.decay']
+    assert model.state_dict()['layers.2.Relpos.decay'].shape == (4, )
+    assert model.state_dict()['layers.2.Relpos.angle'].shape == (12, )
+
+
+def test_cache_follows_load_state_dict_in_place_edits_and_to():
+    fast, reference, relpos = attention_pair(False)
+    x = torch.randn(2, 4, 5, 32)
+    fast(x, relpos)  # cache the tables of the initial decay
+    other = ManhattanRelPos(32, 4, 5, 1)  # another decay: another mask
+    relpos.load_state_dict(other.state_dict())
+    torch.testing.assert_close(fast(x, relpos), reference(x, relpos), atol=1e-5, rtol=1e-5)
+    with torch.no_grad():
+        relpos.decay.mul_(2)
+        relpos.angle.mul_(0.5)
+    torch.testing.assert_close(fast(x, relpos), reference(x, relpos), atol=1e-5, rtol=1e-5)
+    for module in (fast, reference, relpos):
+        module.to(torch.float64)
+    out = fast(x.double(), relpos)
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out, reference(x.double(), relpos), atol=1e-10, rtol=1e-10)
+
+
+def test_cache_survives_deepcopy_consistently():
+    fast, reference, relpos = attention_pair(True)
+    x = torch.randn(1, 6, 6, 32)
+    fast(x, relpos)
+    copied = copy.deepcopy(relpos)
+    with torch.no_grad():
+        copied.decay.mul_(3)
+    torch.testing.assert_close(fast(x, copied), reference(x, copied), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fast(x, relpos), reference(x, relpos), atol=1e-5, rtol=1e-5)
+
+
+def test_cache_is_bounded_in_entries_and_bytes():
+    relpos = ManhattanRelPos(32, 4, 2, 4)
+    for size in range(1, 12):
+        relpos.fast_tables(size, size + 1, True, torch.float32)
+    assert len(relpos._cache) == relpos.cache_entries
+    assert next(reversed(relpos._cache))[:2] == (11, 12)  # the newest stays
+    relpos.cache_bytes = 1  # over budget: only the newest entry is kept
+    relpos.fast_tables(30, 30, False, torch.float32)
+    assert list(relpos._cache) == [(30, 30, False, torch.float32, torch.device('cpu'))]
+
+
+def test_tables_built_under_inference_mode_serve_training():
+    fast, reference, relpos = attention_pair(True)
+    x = torch.randn(1, 5, 6, 32)
+    with torch.inference_mode():
+        fast(x, relpos)
+    x = x.requires_grad_()
+    fast(x, relpos).sum().backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all()

@@ -1,0 +1,261 @@
+"""Time and peak memory of a backbone or a config's whole model, per attention implementation.
+
+Each (mode, implementation) pair runs in its own fresh worker process; the
+workers of one mode live side by side and take turns, one iteration each,
+so that every implementation sees the same machine load. Reported per pair:
+the median seconds of the timed iterations (after warm-up), images per
+second, and the peak memory the iterations added on top of the built model
+and its input — on CPU the growth of the process's peak resident set
+(``VmHWM``, reset after the build through ``/proc/self/clear_refs``), on
+CUDA ``torch.cuda.max_memory_allocated`` over the allocation after the
+build. Ratios compare each implementation with the reference one.
+
+Examples::
+
+    python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast reference \\
+        --batch 16 --shape 224 224 --mode infer
+    python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast reference \\
+        --batch 1 --shape 800 1216 --mode train --repeats 3
+    python tools/analysis_tools/benchmark.py configs/rmt/mask-rcnn_rmt-t_fpn_1x_coco.py \\
+        --impl fast reference --batch 2 --shape 800 1216 --device cuda --amp bf16
+"""
+import argparse
+import multiprocessing as mp
+import re
+import statistics
+import sys
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+BACKBONE_TYPES = {'rmt': 'RMT', 'rest': 'ResT', 'resmlp': 'ResMLP'}
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('config', nargs='?', help='a config file: benchmark its whole model '
+                        '(predict for infer, loss + backward for train)')
+    parser.add_argument('--backbone', help="a backbone as TYPE-ARCH, e.g. 'rmt-t', 'rest-lite'")
+    parser.add_argument('--impl', nargs='+', default=[None],
+                        help="values of the backbone's attn_impl to compare, e.g. 'fast reference' "
+                             "(default: the backbone's default, no comparison)")
+    parser.add_argument('--batch', type=int, default=1)
+    parser.add_argument('--shape', type=int, nargs=2, default=(224, 224), metavar=('H', 'W'))
+    parser.add_argument('--mode', nargs='+', choices=('infer', 'train'), default=['infer', 'train'])
+    parser.add_argument('--repeats', type=int, default=5, help='timed iterations per implementation')
+    parser.add_argument('--warmup', type=int, default=1, help='untimed iterations first')
+    parser.add_argument('--amp', choices=('none', 'bf16', 'fp16'), default='none',
+                        help='autocast dtype of the forward pass')
+    parser.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
+    parser.add_argument('--threads', type=int, help='torch CPU threads (default: torch\'s)')
+    args = parser.parse_args(argv)
+    if (args.config is None) == (args.backbone is None):
+        parser.error('give either a config file or --backbone TYPE-ARCH, not both or neither.')
+    if args.device == 'cuda' and not torch.cuda.is_available():
+        parser.error('--device cuda, but torch sees no CUDA device.')
+    if args.device not in ('cpu', 'cuda'):
+        parser.error(f"--device must be 'cpu' or 'cuda', got {args.device!r}.")
+    if args.device == 'cpu' and not Path('/proc/self/clear_refs').exists():
+        parser.error('CPU peak memory is read from /proc/self (Linux only).')
+    if len(set(args.impl)) != len(args.impl):
+        parser.error(f'--impl lists an implementation twice: {args.impl}.')
+    if args.repeats < 1 or args.warmup < 0 or args.batch < 1:
+        parser.error('--repeats and --batch must be >= 1 and --warmup >= 0.')
+    return args
+
+
+# --- worker side --------------------------------------------------------------------
+def build_backbone(name: str, attn_impl: Optional[str]) -> torch.nn.Module:
+    import mmrmt  # noqa: F401  (registers the backbones)
+    from mmdet.registry import MODELS
+    backbone, _, arch = name.lower().partition('-')
+    if backbone not in BACKBONE_TYPES or not arch:
+        raise ValueError(f'--backbone must be TYPE-ARCH with TYPE in {sorted(BACKBONE_TYPES)}, '
+                         f'e.g. rmt-t; got {name!r}.')
+    cfg = dict(type=BACKBONE_TYPES[backbone], arch=arch)
+    if attn_impl is not None:
+        cfg['attn_impl'] = attn_impl
+    return MODELS.build(cfg)
+
+
+def build_whole_model(config: str, attn_impl: Optional[str]) -> Tuple[torch.nn.Module, str]:
+    from mmengine.config import Config
+    from mmengine.registry import init_default_scope
+    cfg = Config.fromfile(config)
+    scope = cfg.get('default_scope', 'mmdet')
+    init_default_scope(scope)
+    import mmrmt  # noqa: F401
+    if attn_impl is not None:
+        cfg.model.backbone.attn_impl = attn_impl
+    cfg.model.backbone.pop('init_cfg', None)  # random weights: no download, same speed
+    if scope == 'mmdet':
+        from mmdet.registry import MODELS
+    elif scope == 'mmseg':
+        from mmseg.registry import MODELS
+    else:
+        raise ValueError(f"{config}: default_scope must be 'mmdet' or 'mmseg', got {scope!r}.")
+    return MODELS.build(cfg.model), scope
+
+
+def synthetic_samples(scope: str, batch: int, shape: Tuple[int, int], device: str) -> list:
+    """Data samples with a few random boxes/masks or a random label map per image."""
+    import numpy as np
+    height, width = shape
+    meta = dict(img_shape=shape, ori_shape=shape, pad_shape=shape, batch_input_shape=shape,
+                scale_factor=(1.0, 1.0))
+    generator = torch.Generator().manual_seed(0)
+    samples = []
+    for _ in range(batch):
+        if scope == 'mmdet':
+            from mmdet.structures import DetDataSample
+            from mmdet.structures.mask import BitmapMasks
+            from mmengine.structures import InstanceData
+            corners = torch.rand(5, 2, 2, generator=generator) * torch.tensor([width, height])
+            boxes = torch.cat((corners.min(1).values, corners.max(1).values + 8), 1)
+            masks = np.zeros((5, height, width), dtype=np.uint8)
+            for mask, (x0, y0, x1, y1) in zip(masks, boxes.int().tolist()):
+                mask[y0:y1, x0:x1] = 1
+            sample = DetDataSample(metainfo=meta)
+            sample.gt_instances = InstanceData(
+                bboxes=boxes, labels=torch.randint(0, 80, (5, ), generator=generator),
+                masks=BitmapMasks(masks, height, width))
+        else:
+            from mmengine.structures import PixelData
+            from mmseg.structures import SegDataSample
+            sample = SegDataSample(metainfo=meta)
+            sample.gt_sem_seg = PixelData(data=torch.randint(0, 150, (1, height, width), generator=generator))
+        samples.append(sample.to(device))
+    return samples
+
+
+def peak_baseline(device: str) -> int:
+    """Start peak tracking now; return the current usage in bytes."""
+    if device == 'cuda':
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        return torch.cuda.memory_allocated()
+    with open('/proc/self/clear_refs', 'w') as refs:
+        refs.write('5')  # resets VmHWM to the current VmRSS
+    return proc_status_kb('VmRSS') * 1024
+
+
+def peak_now(device: str) -> int:
+    if device == 'cuda':
+        return torch.cuda.max_memory_allocated()
+    return proc_status_kb('VmHWM') * 1024
+
+
+def proc_status_kb(field: str) -> int:
+    with open('/proc/self/status') as status:
+        return int(re.search(rf'^{field}:\s+(\d+) kB', status.read(), re.M).group(1))
+
+
+def worker(args: argparse.Namespace, impl: Optional[str], mode: str, conn) -> None:
+    """Build one model, then run one iteration per 'step' message."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    if args.config:
+        model, scope = build_whole_model(args.config, impl)
+        samples = synthetic_samples(scope, args.batch, tuple(args.shape), args.device)
+    else:
+        model, samples = build_backbone(args.backbone, impl), None
+    model = model.to(args.device).train(mode == 'train')
+    inputs = torch.randn(args.batch, 3, *args.shape, device=args.device)
+    amp = (torch.autocast(args.device, dtype=getattr(torch, {'bf16': 'bfloat16', 'fp16': 'float16'}[args.amp]))
+           if args.amp != 'none' else nullcontext())
+
+    def iteration() -> None:
+        if mode == 'infer':
+            with torch.no_grad(), amp:
+                model(inputs, samples, mode='predict') if samples else model(inputs)
+        else:
+            with amp:
+                if samples:
+                    loss = model.parse_losses(model(inputs, samples, mode='loss'))[0]
+                else:
+                    loss = sum(out.float().square().mean() for out in model(inputs))
+            loss.backward()
+            model.zero_grad(set_to_none=True)
+        if args.device == 'cuda':
+            torch.cuda.synchronize()
+
+    baseline = peak_baseline(args.device)
+    conn.send('ready')
+    while conn.recv() == 'step':
+        start = time.perf_counter()
+        iteration()
+        conn.send(time.perf_counter() - start)
+    conn.send(peak_now(args.device) - baseline)
+
+
+# --- parent side ----------------------------------------------------------------
+def run_mode(args: argparse.Namespace, mode: str) -> Dict[Optional[str], Tuple[float, int]]:
+    """Median seconds and peak bytes of each implementation, interleaved."""
+    context = mp.get_context('spawn')
+    workers = {}
+    for impl in args.impl:
+        parent_end, child_end = context.Pipe()
+        process = context.Process(target=worker, args=(args, impl, mode, child_end), daemon=True)
+        process.start()
+        workers[impl] = (process, parent_end)
+    try:
+        for impl, (process, conn) in workers.items():
+            if not conn.poll(600) or conn.recv() != 'ready':
+                raise RuntimeError(f'worker for {impl!r} failed to build the model (see above).')
+        times = {impl: [] for impl in args.impl}
+        for step in range(args.warmup + args.repeats):
+            for impl, (_, conn) in workers.items():
+                conn.send('step')
+                elapsed = receive(conn, process=workers[impl][0], impl=impl)
+                if step >= args.warmup:
+                    times[impl].append(elapsed)
+        results = {}
+        for impl, (_, conn) in workers.items():
+            conn.send('done')
+            results[impl] = (statistics.median(times[impl]), receive(conn, workers[impl][0], impl))
+        return results
+    finally:
+        for process, _ in workers.values():
+            process.join(timeout=60)
+            if process.is_alive():
+                process.terminate()
+
+
+def receive(conn, process, impl: Optional[str]):
+    while not conn.poll(5):
+        if not process.is_alive():
+            raise RuntimeError(f'worker for {impl!r} died (exit code {process.exitcode}); '
+                               'out of memory?')
+    return conn.recv()
+
+
+def format_table(args: argparse.Namespace, results: Dict[str, dict]) -> str:
+    base = 'reference' if 'reference' in args.impl else args.impl[0]
+    lines = ['| impl | mode | median s | img/s | peak MB | speed-up vs ' f'{base} | memory vs {base} |',
+             '|---|---|---|---|---|---|---|']
+    for mode, per_impl in results.items():
+        base_time, base_peak = per_impl[base]
+        for impl, (seconds, peak) in per_impl.items():
+            lines.append(f'| {impl or "default"} | {mode} | {seconds:.3f} | {args.batch / seconds:.2f} | '
+                         f'{peak / 2**20:.0f} | {base_time / seconds:.2f}x | '
+                         f'{peak / base_peak if base_peak > 0 else float("nan"):.2f}x |')
+    return '\n'.join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = parse_args(argv)
+    model = args.config or args.backbone
+    print(f'# {model}: batch {args.batch}, input {args.shape[0]}x{args.shape[1]}, {args.device}, '
+          f'amp {args.amp}, threads {args.threads or torch.get_num_threads()}, '
+          f'{args.warmup} warm-up + {args.repeats} timed iterations, torch {torch.__version__}')
+    results = {mode: run_mode(args, mode) for mode in args.mode}
+    print(format_table(args, results))
+    sys.stdout.flush()
+
+
+if __name__ == '__main__':
+    main()
