@@ -1,5 +1,6 @@
 """Loading and building the model-zoo configs (configs/rmt, rest, resmlp) in tests."""
 import contextlib
+import copy
 import functools
 from pathlib import Path
 from typing import Iterator, List
@@ -39,9 +40,15 @@ def zoo_config_paths() -> List[Path]:
     return sorted(path for folder in ZOO_FOLDERS for path in (CONFIG_DIR / folder).glob('*.py'))
 
 
+@functools.lru_cache(maxsize=None)
+def _parse_config(path: Path) -> Config:
+    return Config.fromfile(str(path))
+
+
 def load_config(path: Path) -> Config:
-    """The config at ``path`` with its model set up for one CPU process (BN for SyncBN)."""
-    cfg = Config.fromfile(str(path))
+    """A fresh copy of the config at ``path`` (each file is parsed once a
+    session), its model set up for one CPU process (BN for SyncBN)."""
+    cfg = copy.deepcopy(_parse_config(Path(path)))
     return revert_sync_bn_when_single(cfg, distributed=False)
 
 
