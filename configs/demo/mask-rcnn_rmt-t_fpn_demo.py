@@ -29,7 +29,7 @@ model = dict(
         rpn=dict(nms_pre=300, max_per_img=100),
         rcnn=dict(max_per_img=20)))
 
-max_iters = 400
+max_iters = 300
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')
