@@ -15,12 +15,12 @@ mmengine training checkpoint holds besides tensors and plain containers:
 Anything else (another class, a real ``getattr`` call) is still refused.
 """
 from contextlib import contextmanager
+from pickle import UnpicklingError
 from typing import Callable, Iterator, List, Tuple, Union
 
 import numpy as np
 import torch.serialization
 from mmengine.logging import HistoryBuffer
-from pickle import UnpicklingError
 
 SafeGlobal = Union[Callable, Tuple[Callable, str]]
 DEFAULT_STATISTICS = ('min', 'max', 'current', 'mean')  # every HistoryBuffer has these
@@ -56,7 +56,10 @@ NUMERIC_TYPES = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.u
 
 def numpy_reconstructors() -> List[SafeGlobal]:
     """numpy arrays, numeric dtypes and scalars, under numpy 1 and 2 module paths."""
-    multiarray = np.core.multiarray if np.__version__ < '2' else np._core.multiarray
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # numpy 1
+        from numpy.core import multiarray
     dtype_classes = {type(np.dtype(scalar_type)) for scalar_type in NUMERIC_TYPES}
     globals_: List[SafeGlobal] = [np.ndarray, np.dtype, *sorted(dtype_classes, key=str)]
     for module in ('numpy.core.multiarray', 'numpy._core.multiarray'):

@@ -60,7 +60,7 @@ class ProgressHook(Hook):
         elapsed = time.monotonic() - self.start
         remaining = elapsed / done * (total - done)
         filled = int(30 * done / total)
-        loss = float(outputs['loss']) if outputs and 'loss' in outputs else float('nan')
+        loss = float(outputs['loss'].detach()) if outputs and 'loss' in outputs else float('nan')
         line = (f'train {done:4d}/{total} [{"=" * filled}{"." * (30 - filled)}] '
                 f'loss {loss:6.3f}  elapsed {format_seconds(elapsed)}  '
                 f'left {format_seconds(remaining)}')
@@ -132,6 +132,7 @@ def parse_args() -> argparse.Namespace:
 
 def main(args: Optional[argparse.Namespace] = None) -> None:
     args = args or parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # progress shows up at once, even piped
     torch.set_num_threads(args.threads)
     print(f'[demo] demo data: {DATA_ROOT}')
     make_demo_data(str(DATA_ROOT))
