@@ -64,8 +64,12 @@ def main() -> None:
             cfg.resume, cfg.load_from = True, args.resume
         else:
             check_checkpoint_file(cfg.get('load_from'), 'load_from checkpoint')
-        check_dataloader_paths(cfg, ['train_dataloader', 'val_dataloader'])
-        check_evaluator_files(cfg, ['val_evaluator'])
+        loaders, evaluators = ['train_dataloader'], []
+        if cfg.get('val_cfg'):  # a run without validation needs no validation data
+            loaders.append('val_dataloader')
+            evaluators.append('val_evaluator')
+        check_dataloader_paths(cfg, loaders)
+        check_evaluator_files(cfg, evaluators)
     except PreflightError as error:
         sys.exit(f'error: {error}')
     runner = build_runner(cfg)
