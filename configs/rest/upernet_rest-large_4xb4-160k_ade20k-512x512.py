@@ -1,6 +1,7 @@
 _base_ = './upernet_rest-small_4xb4-160k_ade20k-512x512.py'
 
 model = dict(
-    backbone=dict(arch='large', drop_path_rate=0.2, init_cfg=dict(checkpoint='checkpoints/rest-large_in1k.pth')),
+    backbone=dict(
+        arch='large', drop_path_rate=0.2, init_cfg=dict(checkpoint='checkpoints/rest-large_in1k.pth')),
     decode_head=dict(in_channels=[96, 192, 384, 768]),
     auxiliary_head=dict(in_channels=384))

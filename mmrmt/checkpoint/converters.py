@@ -53,7 +53,8 @@ def rest_detectron2_to_mmrmt(state_dict: StateDict) -> StateDict:
     """
     backbone = _without_prefix(state_dict, DETECTRON2_BACKBONE_PREFIX)
     if not backbone:
-        raise ValueError(f'not a ResT detectron2 checkpoint: no keys start with {DETECTRON2_BACKBONE_PREFIX!r}')
+        raise ValueError('not a ResT detectron2 checkpoint: no keys start with '
+                         f'{DETECTRON2_BACKBONE_PREFIX!r}')
     renamed = {}
     for key, value in backbone.items():
         match = re.match(r'norm([123])\.(.*)', key)
@@ -85,7 +86,8 @@ def rmt_arch(state_dict: StateDict) -> Tuple[str, List[int], List[int]]:
     """The RMT variant whose shapes a converted state dict has."""
     from mmrmt.models.backbones.rmt import RMT
     depths = stage_depths(state_dict, r'layers\.(\d+)\.blocks\.(\d+)\.')
-    dims = [state_dict[f'layers.{i}.blocks.0.retention_layer_norm.weight'].shape[0] for i in range(len(depths))]
+    dims = [state_dict[f'layers.{i}.blocks.0.retention_layer_norm.weight'].shape[0]
+            for i in range(len(depths))]
     return match_arch(RMT.arch_zoo, dims, depths, 'RMT'), dims, depths
 
 

@@ -81,6 +81,7 @@ def test_config_model_parameter_count(path: Path):
         paper, source = PAPER_PARAMS[path.stem]
         tolerance = max(0.02 * paper, 0.6)
         assert abs(params / 1e6 - paper) <= tolerance, (
-            f'{path.stem}: {params / 1e6:.2f}M parameters, {source} reports {paper}M (tolerance {tolerance:.2f}M)')
+            f'{path.stem}: {params / 1e6:.2f}M parameters, {source} reports {paper}M '
+            f'(tolerance {tolerance:.2f}M)')
     else:
         assert params == PINNED_PARAMS[path.stem]

@@ -68,11 +68,12 @@ def test_config_trains_one_step_and_infers(config: str, demo_data_root: Path):
             assert group['weight_decay'] == expected, names[id(param)]
 
     train_batch = next(iter(Runner.build_dataloader(cfg.train_dataloader, seed=0)))
-    stem_before = [param.detach().clone() for param in model.backbone.parameters()][0]
+    first_weight = next(model.backbone.parameters())
+    before = first_weight.detach().clone()
     model.train()
     log_vars = model.train_step(train_batch, optim_wrapper)
     assert math.isfinite(log_vars['loss'].item()) and log_vars['loss'].item() > 0
-    assert not torch.equal(stem_before, next(model.backbone.parameters()).detach())
+    assert not torch.equal(before, first_weight.detach())  # the step reached the backbone's stem
 
     val_batch = next(iter(Runner.build_dataloader(cfg.val_dataloader, seed=0)))
     model.eval()

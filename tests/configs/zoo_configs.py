@@ -10,6 +10,7 @@ from mmengine.config import Config
 from mmengine.registry import MODELS, init_default_scope
 from torch import nn
 
+from mmrmt.datasets import DEMO_DET_CLASSES
 from mmrmt.utils import revert_sync_bn_when_single
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,17 +76,12 @@ def count_parameters(model: nn.Module) -> int:
     return sum(param.numel() for param in model.parameters())
 
 
-def config_name(path: Path) -> str:
-    return path.stem
-
-
 def point_at_demo_data(cfg: Config, root: Path) -> None:
     """Point the train and val dataloaders of ``cfg`` at the demo sets under ``root``.
 
     COCO configs read ``root/coco`` (with the demo class names); ADE20K
     configs read ``root/ade``, whose label maps use ADE20K's convention.
     """
-    from mmrmt.datasets import DEMO_DET_CLASSES
     for loader, split in (('train_dataloader', 'train'), ('val_dataloader', 'val')):
         dataset = cfg[loader].dataset
         if dataset.type == 'CocoDataset':

@@ -25,8 +25,10 @@ def assert_loaded(backbone: torch.nn.Module, expected: dict) -> None:
         assert torch.equal(own[key], value.to(own[key].dtype)), key
 
 
-def rmt_tiny_backbone_keys(classifier: dict) -> dict:
-    return {key: value for key, value in classifier.items() if not key.startswith(('proj.', 'norm.', 'head.'))}
+def rmt_backbone_keys(classifier: dict) -> dict:
+    """An RMT ImageNet state dict without its classifier."""
+    return {key: value for key, value in classifier.items()
+            if not key.startswith(('proj.', 'norm.', 'head.'))}
 
 
 def test_rmt_classifier_file(tmp_path):
@@ -36,11 +38,11 @@ def test_rmt_classifier_file(tmp_path):
     saved = torch.load(tmp_path / 'out.pth', weights_only=True)
     assert saved['meta']['arch'] == 't'
     assert not any(key.startswith(('proj.', 'norm.', 'head.')) for key in saved['state_dict'])
-    assert_loaded(load_with_init_cfg(RMT, 't', tmp_path / 'out.pth'), rmt_tiny_backbone_keys(classifier))
+    assert_loaded(load_with_init_cfg(RMT, 't', tmp_path / 'out.pth'), rmt_backbone_keys(classifier))
 
 
 def test_rmt_mmdet2_detector_file(tmp_path):
-    backbone = rmt_tiny_backbone_keys(random_upstream_state_dict('rmt-t', seed=1))
+    backbone = rmt_backbone_keys(random_upstream_state_dict('rmt-t', seed=1))
     backbone.update({f'extra_norms.{i}.{name}': torch.rand(channels)
                      for i, channels in enumerate((64, 128, 256, 512)) for name in ('weight', 'bias')})
     detector = {f'backbone.{key}': value for key, value in backbone.items()}
@@ -69,7 +71,8 @@ def test_rest_detectron2_file(tmp_path):
     detector.update({'backbone.fpn_lateral2.weight': torch.rand(256, 64, 1, 1),
                      'roi_heads.box_predictor.cls_score.weight': torch.rand(81, 1024)})
     torch.save({'model': detector, 'iteration': 90000}, tmp_path / 'mask_rcnn_rest_small.pth')
-    rest_detectron2_to_mmrmt.main([str(tmp_path / 'mask_rcnn_rest_small.pth'), str(tmp_path / 'out.pth')])
+    rest_detectron2_to_mmrmt.main([str(tmp_path / 'mask_rcnn_rest_small.pth'),
+                                   str(tmp_path / 'out.pth')])
     saved = torch.load(tmp_path / 'out.pth', weights_only=True)
     assert saved['meta']['arch'] == 'small'
     expected = dict(backbone)

@@ -7,7 +7,8 @@ alone, checked by loading them into the detected RMT variant.
 
 Example::
 
-    python tools/model_converters/rmt_to_mmrmt.py maskrcnn_rmt_s_3x.pth checkpoints/rmt-s_coco-mask-rcnn-3x.pth
+    python tools/model_converters/rmt_to_mmrmt.py maskrcnn_rmt_s_3x.pth \\
+        checkpoints/rmt-s_coco-mask-rcnn-3x.pth
 """
 import sys
 from pathlib import Path
