@@ -48,3 +48,4 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=10),
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters))
 log_processor = dict(by_epoch=False)
+randomness = dict(seed=0)

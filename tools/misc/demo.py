@@ -139,10 +139,11 @@ def main(args: Optional[argparse.Namespace] = None) -> None:
 
     cfg = load_run_config(str(CONFIG), args.cfg_options, work_dir=args.work_dir)
     cfg.log_level = 'WARNING'  # the progress line replaces mmengine's log (kept in work_dir)
-    cfg.train_cfg.val_interval = cfg.train_cfg.max_iters + 1  # evaluated once, below
+    cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None  # evaluated once, below
     cfg.default_hooks.checkpoint.interval = cfg.train_cfg.max_iters
     print(f'[demo] training RMT-T Mask R-CNN from scratch for {cfg.train_cfg.max_iters} '
-          f'iterations on the CPU ({torch.get_num_threads()} threads); log in {args.work_dir}')
+          f'iterations on the CPU (compute threads: {torch.get_num_threads()}); log in '
+          f'{args.work_dir}')
     runner = build_runner(cfg)
     runner.register_hook(ProgressHook())
     start = time.monotonic()
