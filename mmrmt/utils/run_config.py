@@ -72,7 +72,8 @@ def build_runner(cfg: Config) -> Runner:
     A distributed run without CUDA joins its gloo process group here (from
     torchrun's environment variables) before the runner is built.
     """
-    if cfg.launcher == 'pytorch' and not torch.cuda.is_available() and not dist.is_initialized():
+    if (cfg.get('launcher') == 'pytorch' and not torch.cuda.is_available()
+            and not dist.is_initialized()):
         dist.init_process_group(backend=cfg.env_cfg.dist_cfg.backend)
     if 'runner_type' in cfg:
         return RUNNERS.build(cfg)
