@@ -165,7 +165,7 @@ class ManhattanSelfAttention(nn.Module):
         num_heads (int): Heads; ``embed_dims / num_heads`` must be even.
         decomposed (bool): Attend along rows then columns (linear cost)
             instead of over all tokens.
-        attn_impl (str): ``'fast'``: one fused q/k/v projection, cached
+        attn_impl (str): ``'fast'``: one fused q/k projection, cached
             tables and ``scaled_dot_product_attention`` with the log-decay as
             its additive mask (it recomputes attention in backward instead of
             storing it). ``'reference'``: the spec's computation, step by step.
@@ -194,15 +194,20 @@ class ManhattanSelfAttention(nn.Module):
     # --- fast path ------------------------------------------------------------
     def _fast_forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
         batch, height, width, channels = x.shape
-        weight = torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight))
-        bias = torch.cat((self.q_proj.bias, self.k_proj.bias, self.v_proj.bias))
-        qkv = F.linear(x, weight, bias).view(batch, height, width, 3, self.num_heads, self.head_dims)
-        lepe = self.lepe(qkv[..., 2, :, :].flatten(-2))
-        tables = relpos.fast_tables(height, width, self.decomposed, qkv.dtype)
+        # q and k from one projection, so that one op rotates both; v apart,
+        # dense channels-last for the LCE conv (a slice of a fused q/k/v
+        # projection would cost zero-filled gradients and a strided conv).
+        weight = torch.cat((self.q_proj.weight, self.k_proj.weight))
+        bias = torch.cat((self.q_proj.bias, self.k_proj.bias))
+        qk = F.linear(x, weight, bias).view(batch, height, width, 2, self.num_heads, self.head_dims)
+        v = self.v_proj(x)
+        lepe = self.lepe(v)
+        v = v.view(batch, height, width, self.num_heads, self.head_dims)
+        tables = relpos.fast_tables(height, width, self.decomposed, qk.dtype)
         if self.decomposed:
-            out = self._fast_decomposed(qkv, tables)
+            out = self._fast_decomposed(qk, v, tables)
         else:
-            out = self._fast_full(qkv, tables)
+            out = self._fast_full(qk, v, tables)
         return self.out_proj(out.reshape(batch, height, width, channels) + lepe)
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -210,29 +215,29 @@ class ManhattanSelfAttention(nn.Module):
         """softmax(scale * q k^T + mask) v over (N, heads, L, d): the k scale folded in."""
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
 
-    def _fast_decomposed(self, qkv: torch.Tensor, tables: FastTables) -> torch.Tensor:
+    def _fast_decomposed(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
         """Rows then columns on one heads-major copy; returns (B, h, w, n, d).
 
         With (B n) as the batch both passes are views: the row pass reads rows
         of (B n, h, w, d) and its output is laid out (B n, w, h, d), the
         columns the second pass needs; the masks only repeat over the batch.
         """
-        batch, height, width, _, heads, dims = qkv.shape
-        qkv = qkv.permute(3, 0, 4, 1, 2, 5).contiguous()  # (3, B, n, h, w, d)
-        q, k = apply_rotary_signed(qkv[:2], tables.signed_sin, tables.cos)
-        q, k, v = (t.reshape(batch * heads, height, width, dims) for t in (q, k, qkv[2]))
+        batch, height, width, _, heads, dims = qk.shape
+        qk = qk.permute(3, 0, 4, 1, 2, 5).contiguous()  # (2, B, n, h, w, d)
+        q, k = apply_rotary_signed(qk, tables.signed_sin, tables.cos)
+        v = v.permute(0, 3, 1, 2, 4).contiguous()
+        q, k, v = (t.reshape(batch * heads, height, width, dims) for t in (q, k, v))
         mask_w, mask_h = (mask.expand(batch, -1, -1, -1).reshape(batch * heads, 1, *mask.shape[-2:])
                           for mask in (tables.mask_w, tables.mask_h))
         v = self._attend(q, k, v, mask_w).transpose(1, 2)  # (B n, w, h, d)
         out = self._attend(q.transpose(1, 2), k.transpose(1, 2), v, mask_h)  # (B n, w, h, d)
         return out.transpose(1, 2).reshape(batch, heads, height, width, dims).permute(0, 2, 3, 1, 4)
 
-    def _fast_full(self, qkv: torch.Tensor, tables: FastTables) -> torch.Tensor:
+    def _fast_full(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
         """Attention over all tokens on channels-last views; returns (B, hw, n, d)."""
-        batch, height, width, _, heads, dims = qkv.shape
-        q, k = apply_rotary_signed(qkv[..., :2, :, :], tables.signed_sin, tables.cos).unbind(3)
-        q, k, v = (t.reshape(batch, height * width, heads, dims).transpose(1, 2)
-                   for t in (q, k, qkv[..., 2, :, :]))
+        batch, height, width, _, heads, dims = qk.shape
+        q, k = apply_rotary_signed(qk, tables.signed_sin, tables.cos).unbind(3)
+        q, k, v = (t.reshape(batch, height * width, heads, dims).transpose(1, 2) for t in (q, k, v))
         return self._attend(q, k, v, tables.mask).transpose(1, 2)
 
     # --- reference path (the spec, step by step) ----------------------------------
