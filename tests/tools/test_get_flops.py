@@ -53,3 +53,14 @@ def test_segmentor_count_and_command_line(capsys):
     get_flops.main([str(REPO / 'configs/rmt/fpn_rmt-t_4xb4-80k_ade20k-512x512.py'), '--shape', '64'])
     out = capsys.readouterr().out
     assert 'input 1x3x64x64' in out and 'params: 17.03 M' in out and 'in products of two activations' in out
+
+
+def test_cascade_masks_run_on_the_first_100_proposals():
+    cfg = Config.fromfile(str(REPO / 'configs/rmt/cascade-mask-rcnn_rmt-t_fpn_ms-3x_coco.py'))
+    model = get_flops.tensor_forward(get_flops.build_cpu_model(cfg), 128, 192)
+    with torch.no_grad():
+        outs = model(torch.rand(1, 3, 128, 192))[-1]  # the RoI head's outputs
+    stages = model.roi_head.num_stages
+    box_rows = {out.shape[0] for out in outs[:2 * stages]}
+    mask_rows = {out.shape[0] for out in outs[2 * stages:]}
+    assert len(outs) == 3 * stages and len(box_rows) == 1 and box_rows.pop() > 100 and mask_rows == {100}

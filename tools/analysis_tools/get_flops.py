@@ -3,10 +3,13 @@
 FLOPs are counted by tracing one forward pass with mmengine's fvcore-style
 counter: one multiply-add is one FLOP, and the matrix products of attention
 (``scaled_dot_product_attention`` included) and token mixing count; norms,
-activations and element-wise ops do not. Detectors run their ``tensor`` forward on one image of the given
-size, through the RPN's test-time proposals for two-stage models, as
-mmdet's own tool does; segmentors run their decode head. The model is built
-on the CPU with plain BN in place of SyncBN, and without loading checkpoints.
+activations and element-wise ops do not. The part in products of two
+activations is reported too: mmcv's older hook-based counter, with which
+the papers report FLOPs, leaves it out. Detectors run their ``tensor``
+forward on one image of the given size, through the RPN's test-time
+proposals for two-stage models (mask heads on the first 100), as mmdet's
+own tool does; segmentors run their decode head. The model is built on the
+CPU with plain BN in place of SyncBN, and without loading checkpoints.
 
 Examples::
 
@@ -19,7 +22,7 @@ Examples::
 import argparse
 from functools import partial
 from math import prod
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 from mmengine.analysis import FlopAnalyzer, parameter_count
@@ -71,6 +74,27 @@ def build_cpu_model(cfg: Config) -> nn.Module:
     return model.eval()
 
 
+def cascade_roi_tensor_forward(roi_head: nn.Module, x: Tuple[torch.Tensor, ...], rpn_results_list: list,
+                               batch_data_samples: list) -> tuple:
+    """A cascade RoI head's raw outputs with masks for the first 100 proposals.
+
+    mmdet 3's ``CascadeRoIHead.forward`` runs every stage's mask head on all
+    (1000) proposals; its ``StandardRoIHead.forward`` and mmdet 2.x's
+    ``forward_dummy`` of both heads, with which the papers counted, on the
+    first 100 — the number of detections kept at test time.
+    """
+    from mmdet.structures.bbox import bbox2roi
+    rois = bbox2roi([result.bboxes for result in rpn_results_list])
+    outs = ()
+    for stage in range(roi_head.num_stages):
+        bbox_results = roi_head._bbox_forward(stage, x, rois)
+        outs += (bbox_results['cls_score'], bbox_results['bbox_pred'])
+    if roi_head.with_mask:
+        for stage in range(roi_head.num_stages):
+            outs += (roi_head._mask_forward(stage, x, rois[:100])['mask_preds'], )
+    return outs
+
+
 def tensor_forward(model: nn.Module, height: int, width: int) -> nn.Module:
     """The model's ``tensor`` forward for one (height, width) image as a one-input module.
 
@@ -83,6 +107,8 @@ def tensor_forward(model: nn.Module, height: int, width: int) -> nn.Module:
         sample = DetDataSample(metainfo=dict(img_shape=shape, ori_shape=shape, pad_shape=shape,
                                              batch_input_shape=shape, scale_factor=(1., 1.)))
         model.forward = partial(model.forward, data_samples=[sample], mode='tensor')
+        if type(getattr(model, 'roi_head', None)).__name__ == 'CascadeRoIHead':
+            model.roi_head.forward = partial(cascade_roi_tensor_forward, model.roi_head)
     else:
         model.forward = partial(model.forward, data_samples=None, mode='tensor')
     return model
