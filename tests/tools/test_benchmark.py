@@ -1,0 +1,44 @@
+"""tools/analysis_tools/benchmark.py compares attention implementations in one run."""
+import re
+
+from tool_process import DET_CONFIG, check_ok, run_tool
+
+TOOL = 'analysis_tools/benchmark.py'
+ROW = re.compile(r'^\| (\w+) \| (infer|train) \| ([\d.]+) \| ([\d.]+) \| (\d+) \| ([\d.]+)x \| ([\d.]+)x \|$',
+                 re.M)
+
+
+def rows(output: str) -> dict:
+    return {(impl, mode): tuple(map(float, numbers)) for impl, mode, *numbers in ROW.findall(output)}
+
+
+def test_backbone_table_has_every_impl_and_mode_with_ratios_to_reference():
+    result = run_tool([TOOL, '--backbone', 'rmt-t', '--impl', 'fast', 'reference', '--batch', '2',
+                       '--shape', '64', '96', '--mode', 'infer', 'train', '--repeats', '2', '--warmup', '1'])
+    check_ok(result)
+    table = rows(result.stdout)
+    assert set(table) == {(impl, mode) for impl in ('fast', 'reference') for mode in ('infer', 'train')}
+    for (impl, mode), (seconds, images_per_second, peak_mb, speedup, memory) in table.items():
+        assert seconds > 0 and abs(images_per_second - 2 / seconds) < 0.01 * images_per_second + 0.01
+        assert peak_mb >= 0
+        if impl == 'reference':
+            assert speedup == 1.0 and memory in (1.0, float('nan'))
+    assert 'batch 2, input 64x96, cpu' in result.stdout
+
+
+def test_whole_model_of_a_config_trains_and_predicts():
+    result = run_tool([TOOL, DET_CONFIG, '--impl', 'fast', '--shape', '64', '64',
+                       '--mode', 'infer', 'train', '--repeats', '1', '--warmup', '0'])
+    check_ok(result)
+    assert set(rows(result.stdout)) == {('fast', 'infer'), ('fast', 'train')}
+
+
+def test_bad_arguments_are_clear_errors():
+    neither = run_tool([TOOL, '--impl', 'fast'])
+    assert neither.returncode != 0 and 'give either a config file or --backbone' in neither.stderr
+    unknown = run_tool([TOOL, '--backbone', 'rmt-t', '--impl', 'flash', '--shape', '32', '32',
+                        '--mode', 'infer', '--repeats', '1'])
+    assert unknown.returncode != 0
+    assert "attn_impl must be one of ('fast', 'reference')" in unknown.stderr
+    bad_name = run_tool([TOOL, '--backbone', 'swin', '--mode', 'infer', '--repeats', '1'])
+    assert bad_name.returncode != 0 and '--backbone must be TYPE-ARCH' in bad_name.stderr
