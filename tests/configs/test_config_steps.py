@@ -47,11 +47,11 @@ def exempt_from_decay(model: nn.Module) -> set:
 
 
 @pytest.mark.parametrize('config', STEP_CONFIGS)
-def test_config_trains_one_step_and_infers(config: str, demo_data_root: Path):
+def test_config_trains_one_step_and_infers(config: str, demo_root: Path):
     cfg = load_config(CONFIG_DIR / config)
     assert cfg.model.backbone.init_cfg['checkpoint'].startswith('checkpoints/')
     cfg.model.backbone.init_cfg = None
-    point_at_demo_data(cfg, demo_data_root)
+    point_at_demo_data(cfg, demo_root)
     shrink_image_sizes(cfg, SHRINK[cfg.default_scope])
     cap_rois(cfg)
     cfg.train_dataloader.batch_size = 2

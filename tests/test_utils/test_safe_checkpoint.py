@@ -71,7 +71,9 @@ def test_other_objects_are_still_refused(payload, tmp_path):
 
 
 def test_allowlist_is_scoped_to_the_context(tmp_path):
-    before = list(torch.serialization.get_safe_globals())
+    # torch registers some of its own types lazily (on first import of a
+    # submodule), so compare what this context adds, not the whole list.
+    assert HistoryBuffer not in torch.serialization.get_safe_globals()
     with allow_mmengine_checkpoints():
         assert HistoryBuffer in torch.serialization.get_safe_globals()
-    assert torch.serialization.get_safe_globals() == before
+    assert HistoryBuffer not in torch.serialization.get_safe_globals()

@@ -1,18 +1,9 @@
-"""Shared fixtures of the tool tests: demo data in a temporary folder and one
-short detection training whose checkpoints several tests read."""
+"""Shared fixture of the tool tests: one short detection training whose
+checkpoints several tests read (the demo data comes from tests/conftest.py)."""
 from pathlib import Path
 
 import pytest
 from tool_process import DET_CONFIG, check_ok, det_data_options, run_tool
-
-from mmrmt.datasets import make_demo_data
-
-
-@pytest.fixture(scope='session')
-def demo_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp('demo_data')
-    make_demo_data(str(root))
-    return root
 
 
 @pytest.fixture(scope='session')

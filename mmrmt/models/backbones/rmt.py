@@ -8,7 +8,6 @@ context enhancement (LCE), and an FFN with a depthwise conv; conv
 downsampling between stages; a LayerNorm on every emitted feature.
 Parameter names are the upstream ones, so upstream files load unchanged.
 """
-import math
 from collections import OrderedDict
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -19,7 +18,7 @@ from timm.layers import DropPath, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import ChannelsLastDWConv, PyramidBackbone, resolve_arch
+from ..layers import ChannelsLastDWConv, PyramidBackbone, check_heads_divide_dims, resolve_arch
 
 ATTENTION_IMPLS = ('fast', 'reference')
 RotaryTables = Tuple[torch.Tensor, torch.Tensor]
@@ -458,10 +457,8 @@ class RMT(PyramidBackbone):
         settings = resolve_arch(arch, self.arch_zoo, self.per_stage_keys, 'RMT')
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
         super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg)
+        check_heads_divide_dims(dims, heads, 'RMT')
         for stage, (channels, num_heads) in enumerate(zip(dims, heads)):
-            if channels % num_heads:
-                raise ValueError(f'RMT: embed_dims[{stage}]={channels} is not divisible by '
-                                 f'num_heads[{stage}]={num_heads}.')
             if (channels // num_heads) % 2:
                 raise ValueError(f'RMT: the head dimension embed_dims[{stage}] / num_heads[{stage}] '
                                  f'= {channels // num_heads} is odd; the rotary encoding needs an '
@@ -495,9 +492,7 @@ class RMT(PyramidBackbone):
     def _frozen_modules(self) -> List[nn.Module]:
         if self.frozen_stages < 0:
             return []
-        frozen = [self.patch_embed, *self.layers[:self.frozen_stages]]
-        return frozen + [self.extra_norms[str(i)] for i in range(self.frozen_stages)
-                         if str(i) in self.extra_norms]
+        return [self.patch_embed, *self.layers[:self.frozen_stages], *self.frozen_output_norms()]
 
     def _init_default_weights(self) -> None:
         for module in self.modules():
@@ -516,7 +511,7 @@ class RMT(PyramidBackbone):
             for block in stage.blocks:
                 x = self.run_block(block, x, stage.Relpos)
             if i in self.out_indices:
-                outs.append(self.extra_norms[str(i)](x).permute(0, 3, 1, 2).contiguous())
+                outs.append(self.emit(i, x))
             if stage.downsample is not None:
                 x = stage.downsample(x)
         return tuple(outs)
