@@ -1,17 +1,9 @@
 # UperNet with ResT-Small on ADE20K, 160k iterations, with the auxiliary FCN
 # head on stage 3; the RMT/Swin UperNet recipe (the ResT paper has no ADE20K
 # experiment).
-_base_ = [
-    'mmseg::_base_/models/upernet_r50.py', 'mmseg::_base_/datasets/ade20k.py',
-    'mmseg::_base_/default_runtime.py', '../_base_/schedules/seg_adamw-warmup-poly_160k.py'
-]
-custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
+_base_ = '../_base_/upernet_4xb4-160k_ade20k-512x512.py'
 
-crop_size = (512, 512)
-data_preprocessor = dict(size=crop_size)
 model = dict(
-    data_preprocessor=data_preprocessor,
-    pretrained=None,
     backbone=dict(
         _delete_=True,
         type='ResT',
@@ -19,5 +11,5 @@ model = dict(
         drop_path_rate=0.1,
         norm_cfg=dict(type='SyncBN', requires_grad=True),
         init_cfg=dict(type='Pretrained', checkpoint='checkpoints/rest-small_in1k.pth')),
-    decode_head=dict(in_channels=[64, 128, 256, 512], num_classes=150),
-    auxiliary_head=dict(in_channels=256, num_classes=150))
+    decode_head=dict(in_channels=[64, 128, 256, 512]),
+    auxiliary_head=dict(in_channels=256))

@@ -14,6 +14,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 import mmrmt  # noqa: F401  (registers the backbones)
 from mmrmt.models.backbones import ResMLP
 from mmrmt.models.backbones.resmlp import mix_in_windows
+from backbone_checks import assert_with_cp_matches_plain
 
 #: 4 blocks of width 16, patch 16, 2x2-token windows: several windows at 64x64.
 TINY = dict(embed_dims=16, depth=4, patch_size=16, mlp_ratio=2, window_size=2)
@@ -394,23 +395,7 @@ def test_norm_eval_keeps_batch_norms_in_eval_mode():
 
 
 def test_with_cp_gives_same_outputs_and_gradients():
-    torch.manual_seed(0)
-    plain = ResMLP(TINY, shift_windows=True, drop_path_rate=0.)
-    checkpointed = ResMLP(TINY, shift_windows=True, drop_path_rate=0., with_cp=True)
-    checkpointed.load_state_dict(plain.state_dict())
-    image = torch.randn(2, 3, 80, 48)
-    results = []
-    for model in (plain, checkpointed):
-        model.train()
-        outputs = model(image)
-        sum((o * torch.linspace(0, 1, o.numel()).view_as(o)).sum() for o in outputs).backward()
-        results.append((outputs, {n: p.grad.clone() for n, p in model.named_parameters()}))
-    (out_a, grad_a), (out_b, grad_b) = results
-    for a, b in zip(out_a, out_b):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
-    assert grad_a.keys() == grad_b.keys()
-    for name in grad_a:
-        torch.testing.assert_close(grad_a[name], grad_b[name], rtol=1e-5, atol=1e-6, msg=name)
+    assert_with_cp_matches_plain(lambda with_cp: ResMLP(TINY, shift_windows=True, drop_path_rate=0., with_cp=with_cp), torch.randn(2, 3, 80, 48))
 
 
 # --- misconfiguration -----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 import mmrmt  # noqa: F401  (registers the backbones)
 from mmrmt.models.backbones import ResT
+from backbone_checks import assert_with_cp_matches_plain
 from upstream_layouts import random_upstream_state_dict, upstream_layouts, upstream_param_count
 
 TINY = dict(embed_dims=[16, 32, 48, 64], depths=[1, 1, 2, 1], num_heads=[1, 2, 2, 4],
@@ -270,23 +271,7 @@ def test_norm_cfg_sets_the_stem_and_embedding_norms():
 
 
 def test_with_cp_gives_same_outputs_and_gradients():
-    torch.manual_seed(0)
-    plain = ResT(TINY, drop_path_rate=0.)
-    checkpointed = ResT(TINY, drop_path_rate=0., with_cp=True)
-    checkpointed.load_state_dict(plain.state_dict())
-    image = torch.randn(2, 3, 48, 80)
-    results = []
-    for model in (plain, checkpointed):
-        model.train()
-        outputs = model(image)
-        sum((o * torch.linspace(0, 1, o.numel()).view_as(o)).sum() for o in outputs).backward()
-        results.append((outputs, {n: p.grad.clone() for n, p in model.named_parameters()}))
-    (out_a, grad_a), (out_b, grad_b) = results
-    for a, b in zip(out_a, out_b):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
-    assert grad_a.keys() == grad_b.keys()
-    for name in grad_a:
-        torch.testing.assert_close(grad_a[name], grad_b[name], rtol=1e-5, atol=1e-6, msg=name)
+    assert_with_cp_matches_plain(lambda with_cp: ResT(TINY, drop_path_rate=0., with_cp=with_cp), torch.randn(2, 3, 48, 80))
 
 
 def test_arch_names_and_custom_dict():
