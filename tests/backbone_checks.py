@@ -1,8 +1,9 @@
 """Checks every backbone's tests run the same way."""
-from typing import Callable
+from typing import Callable, List
 
 import torch
 from torch import nn
+from torch.nn.modules.batchnorm import _BatchNorm
 
 
 def assert_with_cp_matches_plain(build: Callable[..., nn.Module], image: torch.Tensor) -> None:
@@ -27,3 +28,17 @@ def assert_with_cp_matches_plain(build: Callable[..., nn.Module], image: torch.T
     assert grad_a.keys() == grad_b.keys()
     for name in grad_a:
         torch.testing.assert_close(grad_a[name], grad_b[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+def batch_norms(module: nn.Module) -> List[_BatchNorm]:
+    """Every BatchNorm layer inside ``module``."""
+    return [m for m in module.modules() if isinstance(m, _BatchNorm)]
+
+
+def assert_norm_eval_keeps_batch_norms_in_eval(build: Callable[..., nn.Module]) -> None:
+    """In train mode, ``norm_eval=True`` keeps every BN in eval, still learning; False does not."""
+    model = build(norm_eval=True).train()
+    assert model.training and batch_norms(model)
+    assert all(not bn.training for bn in batch_norms(model))
+    assert all(p.requires_grad for p in model.parameters())
+    assert all(bn.training for bn in batch_norms(build(norm_eval=False).train()))

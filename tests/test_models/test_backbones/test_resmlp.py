@@ -9,12 +9,11 @@ import torch
 from mmengine.logging import MMLogger
 from timm.models.mlp_mixer import Affine as TimmAffine
 from timm.models.mlp_mixer import MlpMixer, ResBlock
-from torch.nn.modules.batchnorm import _BatchNorm
 
 import mmrmt  # noqa: F401  (registers the backbones)
 from mmrmt.models.backbones import ResMLP
 from mmrmt.models.backbones.resmlp import mix_in_windows
-from backbone_checks import assert_with_cp_matches_plain
+from backbone_checks import assert_norm_eval_keeps_batch_norms_in_eval, assert_with_cp_matches_plain
 
 #: 4 blocks of width 16, patch 16, 2x2-token windows: several windows at 64x64.
 TINY = dict(embed_dims=16, depth=4, patch_size=16, mlp_ratio=2, window_size=2)
@@ -362,10 +361,6 @@ def test_detector_training_step_leaves_no_backbone_parameter_unused(out_levels):
     assert all(p.grad is not None for p in detector.parameters())
 
 
-def _bn_layers(module: torch.nn.Module) -> List[_BatchNorm]:
-    return [m for m in module.modules() if isinstance(m, _BatchNorm)]
-
-
 def test_frozen_stages_stop_the_stem_and_the_first_blocks():
     model = ResMLP(TINY, frozen_stages=2, out_indices=(0, 1, 2, 3)).train()
     frozen = [model.stem, model.blocks[0], model.blocks[1], model.out_norms['0'], model.out_norms['1']]
@@ -387,11 +382,7 @@ def test_frozen_stages_bounds(frozen_stages, trainable_blocks):
 
 
 def test_norm_eval_keeps_batch_norms_in_eval_mode():
-    model = ResMLP(TINY, norm_eval=True).train()
-    assert model.training and _bn_layers(model)
-    assert all(not bn.training for bn in _bn_layers(model))
-    assert all(p.requires_grad for p in model.parameters())
-    assert all(bn.training for bn in _bn_layers(ResMLP(TINY).train()))
+    assert_norm_eval_keeps_batch_norms_in_eval(lambda norm_eval: ResMLP(TINY, norm_eval=norm_eval))
 
 
 def test_with_cp_gives_same_outputs_and_gradients():

@@ -10,7 +10,8 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 import mmrmt  # noqa: F401  (registers the backbones)
 from mmrmt.models.backbones import ResT
-from backbone_checks import assert_with_cp_matches_plain
+from backbone_checks import (assert_norm_eval_keeps_batch_norms_in_eval, assert_with_cp_matches_plain,
+                             batch_norms)
 from upstream_layouts import random_upstream_state_dict, upstream_layouts, upstream_param_count
 
 TINY = dict(embed_dims=[16, 32, 48, 64], depths=[1, 1, 2, 1], num_heads=[1, 2, 2, 4],
@@ -27,10 +28,6 @@ def golden_arch(config: dict) -> dict:
 def _save(obj, path: Path) -> str:
     torch.save(obj, path)
     return str(path)
-
-
-def _bn_layers(module: nn.Module):
-    return [m for m in module.modules() if isinstance(m, _BatchNorm)]
 
 
 def _stage_sizes(height: int, width: int, num_stages: int = 4):
@@ -223,11 +220,11 @@ def test_frozen_stages_stop_stem_and_first_stages_with_their_embeddings_and_norm
               model.extra_norms['1']]
     for module in frozen:
         assert all(not p.requires_grad for p in module.parameters())
-        assert all(not bn.training for bn in _bn_layers(module))
+        assert all(not bn.training for bn in batch_norms(module))
     for module in (model.patch_embed_3, model.stage3, model.patch_embed_4, model.stage4,
                    model.extra_norms['2'], model.norm):
         assert all(p.requires_grad for p in module.parameters())
-    assert all(bn.training for bn in _bn_layers(model.patch_embed_3))
+    assert all(bn.training for bn in batch_norms(model.patch_embed_3))
     outputs = model(torch.randn(2, 3, 64, 64))
     sum(o.sum() for o in outputs).backward()
     assert all(p.grad is None for p in model.stage1.parameters())
@@ -255,13 +252,7 @@ def test_frozen_stages_freeze_exactly_the_leading_parts(frozen_stages):
 
 
 def test_norm_eval_keeps_batch_norms_in_eval_mode():
-    model = ResT(TINY, norm_eval=True)
-    model.train()
-    assert model.training and _bn_layers(model)
-    assert all(not bn.training for bn in _bn_layers(model))
-    assert all(p.requires_grad for p in model.parameters())
-    model = ResT(TINY, norm_eval=False).train()
-    assert all(bn.training for bn in _bn_layers(model))
+    assert_norm_eval_keeps_batch_norms_in_eval(lambda norm_eval: ResT(TINY, norm_eval=norm_eval))
 
 
 def test_norm_cfg_sets_the_stem_and_embedding_norms():

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.nn.modules.batchnorm import _BatchNorm
 
 import mmrmt  # noqa: F401  (registers the backbones)
 from mmrmt.models.backbones import RMT
-from backbone_checks import assert_with_cp_matches_plain
+from backbone_checks import (assert_norm_eval_keeps_batch_norms_in_eval, assert_with_cp_matches_plain,
+                             batch_norms)
 from upstream_layouts import random_upstream_state_dict, upstream_param_count
 
 ROOT = Path(__file__).parents[3]
@@ -169,10 +169,6 @@ def test_detector_checkpoint_prefix_selects_the_backbone(tmp_path):
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in source.state_dict().items())
 
 
-def _bn_layers(module):
-    return [m for m in module.modules() if isinstance(m, _BatchNorm)]
-
-
 def test_frozen_stages_stop_stem_and_first_stages():
     model = RMT(TINY, frozen_stages=2)
     model.train()
@@ -180,10 +176,10 @@ def test_frozen_stages_stop_stem_and_first_stages():
               model.extra_norms['1']]
     for module in frozen:
         assert all(not p.requires_grad for p in module.parameters())
-        assert all(not bn.training for bn in _bn_layers(module))
+        assert all(not bn.training for bn in batch_norms(module))
     for module in (model.layers[2], model.layers[3], model.extra_norms['2']):
         assert all(p.requires_grad for p in module.parameters())
-    assert all(bn.training for bn in _bn_layers(model.layers[2]))
+    assert all(bn.training for bn in batch_norms(model.layers[2]))
     outputs = model(torch.randn(2, 3, 64, 64))
     sum(o.sum() for o in outputs).backward()
     assert all(p.grad is None for p in model.layers[0].parameters())
@@ -197,13 +193,7 @@ def test_frozen_stem_only():
 
 
 def test_norm_eval_keeps_batch_norms_in_eval_mode():
-    model = RMT(TINY, norm_eval=True)
-    model.train()
-    assert model.training and _bn_layers(model)
-    assert all(not bn.training for bn in _bn_layers(model))
-    assert all(p.requires_grad for p in model.parameters())
-    model = RMT(TINY, norm_eval=False).train()
-    assert all(bn.training for bn in _bn_layers(model))
+    assert_norm_eval_keeps_batch_norms_in_eval(lambda norm_eval: RMT(TINY, norm_eval=norm_eval))
 
 
 def test_with_cp_gives_same_outputs_and_gradients():
