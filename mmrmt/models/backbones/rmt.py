@@ -18,7 +18,8 @@ from timm.layers import DropPath, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import ChannelsLastDWConv, PyramidBackbone, check_heads_divide_dims, resolve_arch
+from ..layers import (ChannelsLastDWConv, ConvFFN, PyramidBackbone, check_heads_divide_dims,
+                      norm_then_project, resolve_arch)
 
 ATTENTION_IMPLS = ('fast', 'reference')
 RotaryTables = Tuple[torch.Tensor, torch.Tensor]
@@ -50,6 +51,18 @@ def apply_rotary_signed(x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Te
     """
     swapped = x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
     return torch.addcmul(x * cos, swapped, signed_sin)
+
+
+def softmax_(logits: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dim, in place.
+
+    Rows shorter than 16 elements are exponentiated and normalised by hand:
+    torch's CPU softmax kernel takes ~6x as long on them (14-long rows).
+    """
+    if logits.shape[-1] >= 16:
+        return torch.softmax(logits, dim=-1)
+    logits = logits.sub_(logits.amax(dim=-1, keepdim=True)).exp_()
+    return logits.div_(logits.sum(dim=-1, keepdim=True))
 
 
 class FastTables(NamedTuple):
@@ -171,6 +184,11 @@ class ManhattanSelfAttention(nn.Module):
             Both compute the same function. Defaults to ``'fast'``.
     """
 
+    #: Longest sequence the fast path attends with explicit GEMMs at inference, and the
+    #: most logits bytes it materialises at once (see :meth:`_attend`).
+    explicit_max_len = 64
+    explicit_logits_bytes = 16 * 2**20
+
     def __init__(self, embed_dims: int, num_heads: int, decomposed: bool,
                  attn_impl: str = 'fast') -> None:
         super().__init__()
@@ -185,21 +203,25 @@ class ManhattanSelfAttention(nn.Module):
         self.lepe = ChannelsLastDWConv(embed_dims, 5)
         self.out_proj = nn.Linear(embed_dims, embed_dims)
 
-    def forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, relpos: ManhattanRelPos,
+                norm: Optional[nn.LayerNorm] = None) -> torch.Tensor:
+        """MaSA of ``norm(x)`` (of ``x`` if ``norm`` is None), channels-last."""
         if check_attn_impl(self.attn_impl) == 'fast':
-            return self._fast_forward(x, relpos)
-        return self._reference_forward(x, relpos)
+            return self._fast_forward(x, relpos, norm)
+        return self._reference_forward(x if norm is None else norm(x), relpos)
 
     # --- fast path ------------------------------------------------------------
-    def _fast_forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
+    def _fast_forward(self, x: torch.Tensor, relpos: ManhattanRelPos,
+                      norm: Optional[nn.LayerNorm]) -> torch.Tensor:
         batch, height, width, channels = x.shape
         # q and k from one projection, so that one op rotates both; v apart,
         # dense channels-last for the LCE conv (a slice of a fused q/k/v
         # projection would cost zero-filled gradients and a strided conv).
-        weight = torch.cat((self.q_proj.weight, self.k_proj.weight))
-        bias = torch.cat((self.q_proj.bias, self.k_proj.bias))
-        qk = F.linear(x, weight, bias).view(batch, height, width, 2, self.num_heads, self.head_dims)
-        v = self.v_proj(x)
+        # The norm's output is recomputed in backward, not kept.
+        qk_weight = torch.cat((self.q_proj.weight, self.k_proj.weight))
+        qk_bias = torch.cat((self.q_proj.bias, self.k_proj.bias))
+        qk, v = norm_then_project(x, norm, [(qk_weight, qk_bias), (self.v_proj.weight, self.v_proj.bias)])
+        qk = qk.view(batch, height, width, 2, self.num_heads, self.head_dims)
         lepe = self.lepe(v)
         v = v.view(batch, height, width, self.num_heads, self.head_dims)
         tables = relpos.fast_tables(height, width, self.decomposed, qk.dtype)
@@ -211,8 +233,25 @@ class ManhattanSelfAttention(nn.Module):
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 mask: torch.Tensor) -> torch.Tensor:
-        """softmax(scale * q k^T + mask) v over (N, heads, L, d): the k scale folded in."""
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        """softmax(scale * q k^T + mask) v over (N, heads, L, d): the k scale folded in.
+
+        With autograd, and for sequences over ``explicit_max_len`` tokens,
+        SDPA's fused kernel (its backward recomputes the attention instead of
+        keeping it). Without autograd, shorter sequences are attended with
+        batched GEMMs and an in-place softmax, a few images at a time so that
+        the logits stay under ``explicit_logits_bytes``: at such lengths the
+        fused kernel's per-block work costs more than the whole product.
+        """
+        batch, heads, length, _ = q.shape
+        if torch.is_grad_enabled() or length > self.explicit_max_len:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        out = v.new_empty(v.shape)
+        step = max(1, self.explicit_logits_bytes // (heads * length * length * q.element_size()))
+        for start in range(0, batch, step):
+            part = slice(start, start + step)
+            logits = torch.matmul(q[part], k[part].transpose(-1, -2))
+            torch.matmul(softmax_(logits.mul_(self.scale).add_(mask[part])), v[part], out=out[part])
+        return out
 
     def _fast_decomposed(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
         """Rows then columns on one heads-major copy; returns (B, h, w, n, d).
@@ -277,26 +316,6 @@ class ManhattanSelfAttention(nn.Module):
         return (attn @ v).view(batch, heads, height, width, dims)
 
 
-class ConvFFN(nn.Module):
-    """fc1 -> GELU -> x + depthwise 3x3 conv(x) -> fc2, channels-last.
-
-    Args:
-        embed_dims (int): Input and output channels.
-        hidden_dims (int): Hidden channels.
-    """
-
-    def __init__(self, embed_dims: int, hidden_dims: int) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(embed_dims, hidden_dims)
-        self.act = nn.GELU()
-        self.dwconv = ChannelsLastDWConv(hidden_dims, 3)
-        self.fc2 = nn.Linear(hidden_dims, embed_dims)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.act(self.fc1(x))
-        return self.fc2(x + self.dwconv(x))
-
-
 class RMTBlock(nn.Module):
     """CPE, then pre-norm MaSA and FFN with optional layer scale.
 
@@ -308,19 +327,24 @@ class RMTBlock(nn.Module):
         drop_path (float): Stochastic depth rate.
         layer_scale (float, optional): Initial layer-scale value, or None
             for no layer scale.
-        attn_impl (str): MaSA implementation, ``'fast'`` or ``'reference'``
-            (see :class:`ManhattanSelfAttention`). Defaults to ``'fast'``.
+        attn_impl (str): ``'fast'``: the fast MaSA (see
+            :class:`ManhattanSelfAttention`), the CPE's and the FFN conv's
+            residuals folded into their kernels, the lean FFN of
+            :class:`ConvFFN` and, without autograd, residual sums written into
+            the branch outputs. ``'reference'``: every step as the spec
+            writes it. Defaults to ``'fast'``.
     """
 
     def __init__(self, embed_dims: int, num_heads: int, mlp_ratio: float, decomposed: bool,
                  drop_path: float = 0., layer_scale: Optional[float] = None,
                  attn_impl: str = 'fast') -> None:
         super().__init__()
+        self.lean = check_attn_impl(attn_impl) == 'fast'
         self.pos = ChannelsLastDWConv(embed_dims, 3)
         self.retention_layer_norm = nn.LayerNorm(embed_dims, eps=1e-6)
         self.retention = ManhattanSelfAttention(embed_dims, num_heads, decomposed, attn_impl)
         self.final_layer_norm = nn.LayerNorm(embed_dims, eps=1e-6)
-        self.ffn = ConvFFN(embed_dims, int(mlp_ratio * embed_dims))
+        self.ffn = ConvFFN(embed_dims, int(mlp_ratio * embed_dims), lean=self.lean)
         self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
         if layer_scale is not None:
             self.gamma_1 = nn.Parameter(torch.full((1, 1, 1, embed_dims), float(layer_scale)))
@@ -328,12 +352,30 @@ class RMTBlock(nn.Module):
         else:
             self.gamma_1 = self.gamma_2 = None
 
+    #: Lean CPU inference runs the block on a few images at a time, so that
+    #: the FFN's hidden map of a chunk stays under this many bytes.
+    inference_chunk_bytes = 8 * 2**20
+
     def forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
-        x = x + self.pos(x)
-        attn = self.retention(self.retention_layer_norm(x), relpos)
-        x = x + self.drop_path(attn if self.gamma_1 is None else self.gamma_1 * attn)
-        ffn = self.ffn(self.final_layer_norm(x))
-        return x + self.drop_path(ffn if self.gamma_2 is None else self.gamma_2 * ffn)
+        if self.lean and not torch.is_grad_enabled() and x.device.type == 'cpu':
+            hidden_bytes = x[0].numel() * self.ffn.fc1.out_features // x.shape[-1] * x.element_size()
+            step = max(1, self.inference_chunk_bytes // hidden_bytes)
+            if step < x.shape[0]:
+                return torch.cat([self._forward(part, relpos) for part in x.split(step)])
+        return self._forward(x, relpos)
+
+    def _forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
+        x = self.pos.forward_residual(x) if self.lean else x + self.pos(x)
+        x = self._add_branch(x, self.retention(x, relpos, self.retention_layer_norm), self.gamma_1)
+        return self._add_branch(x, self.ffn(x, self.final_layer_norm), self.gamma_2)
+
+    def _add_branch(self, x: torch.Tensor, branch: torch.Tensor,
+                    gamma: Optional[torch.Tensor]) -> torch.Tensor:
+        """x + drop_path(gamma * branch); lean without autograd: summed into the branch's tensor."""
+        branch = self.drop_path(branch if gamma is None else gamma * branch)
+        if self.lean and not torch.is_grad_enabled() and branch.dtype == x.dtype:
+            return branch.add_(x)
+        return x + branch
 
 
 class ConvDownsample(nn.Module):

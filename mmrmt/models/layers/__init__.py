@@ -1,5 +1,8 @@
 from .arch import check_heads_divide_dims, resolve_arch
+from .conv_ffn import ConvFFN
 from .depthwise_conv import ChannelsLastDWConv
+from .norm_projection import norm_then_project
 from .pyramid_backbone import PyramidBackbone
 
-__all__ = ['check_heads_divide_dims', 'resolve_arch', 'ChannelsLastDWConv', 'PyramidBackbone']
+__all__ = ['check_heads_divide_dims', 'resolve_arch', 'ChannelsLastDWConv', 'ConvFFN', 'PyramidBackbone',
+           'norm_then_project']

@@ -1,6 +1,14 @@
 """Depthwise convolution over channels-last maps."""
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+
+def depthwise_conv_channels_last(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                                 padding: int) -> torch.Tensor:
+    """Depthwise conv of (B, H, W, C) ``x`` with a (C, 1, k, k) ``weight``, stride 1."""
+    return F.conv2d(x.permute(0, 3, 1, 2), weight, bias, padding=padding,
+                    groups=weight.shape[0]).permute(0, 2, 3, 1)
 
 
 class ChannelsLastDWConv(nn.Module):
@@ -20,3 +28,16 @@ class ChannelsLastDWConv(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.conv(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
+
+    def residual_weight(self) -> torch.Tensor:
+        """The kernel with 1 added to its centre tap: conv with it is x + conv(x)."""
+        size = self.conv.kernel_size[0]
+        identity = torch.zeros((1, 1, size, size), dtype=self.conv.weight.dtype,
+                               device=self.conv.weight.device)
+        identity[..., size // 2, size // 2] = 1
+        return self.conv.weight + identity
+
+    def forward_residual(self, x: torch.Tensor) -> torch.Tensor:
+        """``x + self(x)`` as one convolution (no sum tensor, no gradient accumulation)."""
+        return depthwise_conv_channels_last(x, self.residual_weight(), self.conv.bias,
+                                            self.conv.padding[0])

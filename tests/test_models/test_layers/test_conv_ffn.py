@@ -1,0 +1,95 @@
+"""The lean ConvFFN and the folded-residual depthwise conv compute the straightforward forms."""
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from mmrmt.models.layers import ChannelsLastDWConv, ConvFFN
+
+
+def ffn_pair(embed_dims: int = 12, hidden_dims: int = 20):
+    torch.manual_seed(0)
+    plain = ConvFFN(embed_dims, hidden_dims)
+    for param in plain.parameters():
+        nn.init.normal_(param, std=0.4)
+    lean = copy.deepcopy(plain)
+    lean.lean = True
+    norm = nn.LayerNorm(embed_dims, eps=1e-6)
+    nn.init.normal_(norm.weight, 1, 0.2), nn.init.normal_(norm.bias, std=0.2)
+    return plain, lean, norm
+
+
+def all_params(*modules):
+    return [p for module in modules for p in module.parameters()]
+
+
+@pytest.mark.parametrize('with_norm', [True, False])
+@pytest.mark.parametrize('shape', [(2, 5, 7), (1, 1, 9), (3, 4, 1)])
+def test_lean_ffn_equals_plain_outputs_and_gradients(with_norm, shape):
+    plain, lean, norm = ffn_pair()
+    x = torch.randn(*shape, 12)
+    x_plain, x_lean = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out_plain = plain(x_plain, norm if with_norm else None)
+    out_lean = lean(x_lean, norm if with_norm else None)
+    torch.testing.assert_close(out_lean, out_plain, atol=1e-5, rtol=1e-5)
+    weights = torch.randn_like(out_plain)
+    norms = [norm] if with_norm else []
+    expected = torch.autograd.grad((out_plain * weights).sum(), [x_plain, *all_params(plain, *norms)])
+    got = torch.autograd.grad((out_lean * weights).sum(), [x_lean, *all_params(lean, *norms)])
+    for ours, ref in zip(got, expected):
+        torch.testing.assert_close(ours, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_lean_ffn_without_autograd_equals_plain():
+    plain, lean, norm = ffn_pair()
+    x = torch.randn(2, 6, 5, 12)
+    with torch.no_grad():
+        torch.testing.assert_close(lean(x, norm), plain(x, norm), atol=1e-5, rtol=1e-5)
+
+
+def test_lean_ffn_keeps_one_hidden_map_in_training():
+    plain, lean, norm = ffn_pair()
+    x = torch.randn(1, 8, 8, 12, requires_grad=True)
+
+    def hidden_maps_kept(ffn):
+        storages = set()
+
+        def pack(tensor):
+            if tensor.numel() == 8 * 8 * 20:  # a hidden map, in any view
+                storages.add(tensor.untyped_storage().data_ptr())
+            return tensor
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            ffn(x, norm)
+        return len(storages)
+
+    assert hidden_maps_kept(plain) == 3  # fc1 output, GELU output, conv sum
+    assert hidden_maps_kept(lean) == 1  # fc1 output only
+
+
+def test_lean_ffn_trains_under_bf16_autocast():
+    plain, lean, norm = ffn_pair()
+    x, weights = torch.randn(2, 6, 7, 12), torch.randn(2, 6, 7, 12)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        out = lean(x, norm)
+    assert out.dtype == torch.bfloat16
+    got = torch.autograd.grad((out.float() * weights).sum(), all_params(lean, norm))
+    expected = torch.autograd.grad((plain(x, norm) * weights).sum(), all_params(plain, norm))
+    for ours, ref in zip(got, expected):
+        assert ours.dtype == torch.float32 and torch.isfinite(ours).all()
+        assert ((ours - ref).norm() / ref.norm()) < 5e-2
+
+
+@pytest.mark.parametrize('kernel_size', [3, 5])
+def test_forward_residual_is_x_plus_conv(kernel_size):
+    torch.manual_seed(0)
+    conv = ChannelsLastDWConv(8, kernel_size)
+    x = torch.randn(2, 6, 9, 8)
+    x_fused, x_plain = x.clone().requires_grad_(), x.clone().requires_grad_()
+    fused, plain = conv.forward_residual(x_fused), x_plain + conv(x_plain)
+    torch.testing.assert_close(fused, plain, atol=1e-6, rtol=1e-6)
+    got = torch.autograd.grad(fused.sum(), [x_fused, *conv.parameters()])
+    expected = torch.autograd.grad(plain.sum(), [x_plain, *conv.parameters()])
+    for ours, ref in zip(got, expected):
+        torch.testing.assert_close(ours, ref, atol=1e-5, rtol=1e-5)

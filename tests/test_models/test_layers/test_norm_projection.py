@@ -1,0 +1,78 @@
+"""norm_then_project computes LayerNorm then linears, keeping only the norm's input."""
+import pytest
+import torch
+from torch import nn
+
+from mmrmt.models.layers import norm_then_project
+
+
+def build(seed: int = 0):
+    torch.manual_seed(seed)
+    norm = nn.LayerNorm(24, eps=1e-6)
+    projections = [nn.Linear(24, 40), nn.Linear(24, 8)]
+    for param in [*norm.parameters(), *(p for layer in projections for p in layer.parameters())]:
+        nn.init.normal_(param, std=0.5)
+    return norm, projections
+
+
+def pairs(projections):
+    return [(layer.weight, layer.bias) for layer in projections]
+
+
+def params(norm, projections):
+    return [*norm.parameters(), *(p for layer in projections for p in layer.parameters())]
+
+
+@pytest.mark.parametrize('used', [(0, 1), (0, ), (1, )])
+def test_outputs_and_gradients_equal_norm_then_linear(used):
+    norm, projections = build()
+    x = torch.randn(2, 5, 7, 24)
+    x_ours, x_ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ours = norm_then_project(x_ours, norm, pairs(projections))
+    ref = [layer(norm(x_ref)) for layer in projections]
+    for out, expected in zip(ours, ref):
+        torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    weights = [torch.randn_like(out) for out in ref]
+    ours_grads = torch.autograd.grad(sum((ours[i] * weights[i]).sum() for i in used),
+                                     [x_ours, *params(norm, projections)], allow_unused=True)
+    ref_grads = torch.autograd.grad(sum((ref[i] * weights[i]).sum() for i in used),
+                                    [x_ref, *params(norm, projections)], allow_unused=True)
+    for got, expected in zip(ours_grads, ref_grads):
+        if expected is None:  # a projection whose output is unused gets no gradient
+            assert got is None
+        else:
+            torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_keeps_the_norm_input_not_its_output():
+    norm, projections = build()
+    x = torch.randn(1, 6, 6, 24, requires_grad=True)
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        norm_then_project(x, norm, pairs(projections))
+    activations = [t for t in saved if t.shape[:-1] == x.shape[:-1]]
+    assert len(activations) == 1 and activations[0] is x
+
+
+def test_without_norm_is_plain_linear():
+    _, projections = build()
+    x = torch.randn(3, 24)
+    for out, layer in zip(norm_then_project(x, None, pairs(projections)), projections):
+        torch.testing.assert_close(out, layer(x))
+
+
+def test_bf16_autocast_runs_like_autocast_and_returns_parameter_dtypes():
+    norm, projections = build()
+    x = torch.randn(2, 4, 4, 24)
+    x_ours, x_ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        ours = norm_then_project(x_ours, norm, pairs(projections))
+        ref = [layer(norm(x_ref)) for layer in projections]
+    for out, expected in zip(ours, ref):
+        assert out.dtype == expected.dtype == torch.bfloat16
+        torch.testing.assert_close(out, expected, atol=2e-2, rtol=2e-2)
+    ours_grads = torch.autograd.grad(sum(out.float().sum() for out in ours), [x_ours, *params(norm, projections)])
+    ref_grads = torch.autograd.grad(sum(out.float().sum() for out in ref), [x_ref, *params(norm, projections)])
+    for got, expected in zip(ours_grads, ref_grads):
+        assert got.dtype == expected.dtype == torch.float32
+        assert ((got - expected).norm() / expected.norm()) < 2e-2
