@@ -65,20 +65,46 @@ def softmax_(logits: torch.Tensor) -> torch.Tensor:
     return logits.div_(logits.sum(dim=-1, keepdim=True))
 
 
+COMPLEX_DTYPES = {torch.float32: torch.complex64, torch.float64: torch.complex128}
+
+
 class FastTables(NamedTuple):
     """What the fast MaSA of one grid needs, in the attention dtype.
 
-    Decomposed stages: ``cos`` and ``signed_sin`` are (h, w, d), to
-    broadcast over heads-major (2, B, n, h, w, d) q and k; ``mask_w`` is
-    (1, n, w, w) and ``mask_h`` (1, n, h, h). Full stages: the rotary tables
-    are (h, w, 1, 1, d), for channels-last (B, h, w, 2, n, d); ``mask`` is
-    (1, n, hw, hw).
+    The rotary: for float32/float64, ``rotation`` = cos + i sin per channel
+    pair (the rotation is then one complex product); for other dtypes (no
+    complex counterpart, e.g. bfloat16) ``cos`` and ``signed_sin``. Decomposed
+    stages: rotary tables of (h, w, d or d / 2), to broadcast over heads-major
+    (2, B, n, h, w, ...) q and k; ``mask_w`` is (1, n, w, w) and ``mask_h``
+    (1, n, h, h). Full stages: rotary tables of (h, w, 1, 1, ...), for
+    channels-last (B, h, w, 2, n, ...); ``mask`` is (1, n, hw, hw).
     """
-    cos: torch.Tensor
-    signed_sin: torch.Tensor
+    rotation: Optional[torch.Tensor] = None
+    cos: Optional[torch.Tensor] = None
+    signed_sin: Optional[torch.Tensor] = None
     mask_h: Optional[torch.Tensor] = None
     mask_w: Optional[torch.Tensor] = None
     mask: Optional[torch.Tensor] = None
+
+
+def rotate_qk(qk: torch.Tensor, tables: FastTables, heads_major: bool) -> torch.Tensor:
+    """The rotary of channels-last (B, h, w, 2, n, d) q and k, in one pass where complex allows.
+
+    Returns a dense (2, B, n, h, w, d) tensor if ``heads_major``, else a dense
+    (B, h, w, 2, n, d) one. Same values as :func:`apply_rotary` up to rounding.
+    """
+    if tables.rotation is None:
+        if heads_major:
+            qk = qk.permute(3, 0, 4, 1, 2, 5).contiguous()
+        return apply_rotary_signed(qk, tables.signed_sin, tables.cos)
+    pairs = torch.view_as_complex(qk.unflatten(-1, (-1, 2)))
+    if heads_major:
+        pairs = pairs.permute(3, 0, 4, 1, 2, 5)
+    if torch.is_grad_enabled():
+        rotated = pairs.contiguous() * tables.rotation
+    else:  # the layout change and the product in one pass
+        rotated = torch.mul(pairs, tables.rotation, out=pairs.new_empty(pairs.shape))
+    return torch.view_as_real(rotated).flatten(-2)
 
 
 class ManhattanRelPos(nn.Module):
@@ -151,13 +177,17 @@ class ManhattanRelPos(nn.Module):
     def _build_fast_tables(self, height: int, width: int, decomposed: bool,
                            dtype: torch.dtype) -> FastTables:
         sin, cos = self.rotary(height, width)
-        sign = torch.tensor([-1.0, 1.0]).to(sin).repeat(sin.shape[-1] // 2)
         shape = (height, width, -1) if decomposed else (height, width, 1, 1, -1)
-        cos, signed_sin = (t.reshape(shape).to(dtype) for t in (cos, sin * sign))
+        if dtype in COMPLEX_DTYPES:
+            rotation = torch.complex(cos[..., ::2], sin[..., ::2]).reshape(shape)
+            rotary = dict(rotation=rotation.to(COMPLEX_DTYPES[dtype]))
+        else:
+            sign = torch.tensor([-1.0, 1.0]).to(sin).repeat(sin.shape[-1] // 2)
+            rotary = dict(cos=cos.reshape(shape).to(dtype), signed_sin=(sin * sign).reshape(shape).to(dtype))
         if decomposed:
-            return FastTables(cos, signed_sin, mask_h=self.decay_1d(height)[None].to(dtype),
+            return FastTables(**rotary, mask_h=self.decay_1d(height)[None].to(dtype),
                               mask_w=self.decay_1d(width)[None].to(dtype))
-        return FastTables(cos, signed_sin, mask=self.decay_2d(height, width)[None].to(dtype))
+        return FastTables(**rotary, mask=self.decay_2d(height, width)[None].to(dtype))
 
     def _evict(self) -> None:
         def size(tables: FastTables) -> int:
@@ -229,7 +259,10 @@ class ManhattanSelfAttention(nn.Module):
             out = self._fast_decomposed(qk, v, tables)
         else:
             out = self._fast_full(qk, v, tables)
-        return self.out_proj(out.reshape(batch, height, width, channels) + lepe)
+        # Summed into the LCE output's own dense tensor (the conv's backward
+        # does not need its output): no merged-heads copy, no new tensor.
+        merged = lepe.contiguous().view(out.shape).add_(out)
+        return self.out_proj(merged.view(batch, height, width, channels))
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 mask: torch.Tensor) -> torch.Tensor:
@@ -261,8 +294,7 @@ class ManhattanSelfAttention(nn.Module):
         columns the second pass needs; the masks only repeat over the batch.
         """
         batch, height, width, _, heads, dims = qk.shape
-        qk = qk.permute(3, 0, 4, 1, 2, 5).contiguous()  # (2, B, n, h, w, d)
-        q, k = apply_rotary_signed(qk, tables.signed_sin, tables.cos)
+        q, k = rotate_qk(qk, tables, heads_major=True)  # each (B, n, h, w, d)
         v = v.permute(0, 3, 1, 2, 4).contiguous()
         q, k, v = (t.reshape(batch * heads, height, width, dims) for t in (q, k, v))
         mask_w, mask_h = (mask.expand(batch, -1, -1, -1).reshape(batch * heads, 1, *mask.shape[-2:])
@@ -274,7 +306,7 @@ class ManhattanSelfAttention(nn.Module):
     def _fast_full(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
         """Attention over all tokens on channels-last views; returns (B, hw, n, d)."""
         batch, height, width, _, heads, dims = qk.shape
-        q, k = apply_rotary_signed(qk, tables.signed_sin, tables.cos).unbind(3)
+        q, k = rotate_qk(qk, tables, heads_major=False).unbind(3)
         q, k, v = (t.reshape(batch, height * width, heads, dims).transpose(1, 2) for t in (q, k, v))
         return self._attend(q, k, v, tables.mask).transpose(1, 2)
 

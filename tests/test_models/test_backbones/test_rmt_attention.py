@@ -192,9 +192,12 @@ def test_tables_are_built_once_per_grid_and_dtype():
 def test_tables_match_the_reference_tables():
     relpos = ManhattanRelPos(32, 4, 2, 4)
     sin, cos = relpos.rotary(5, 7)
-    tables = relpos.fast_tables(5, 7, True, torch.float32)
-    assert torch.equal(tables.cos, cos)
-    assert torch.equal(tables.signed_sin.abs(), sin.abs())
+    tables = relpos.fast_tables(5, 7, True, torch.float32)  # complex: one rotation per pair
+    assert tables.rotation.dtype == torch.complex64 and tables.cos is None
+    assert torch.equal(tables.rotation.real, cos[..., ::2]) and torch.equal(tables.rotation.imag, sin[..., ::2])
+    half = relpos.fast_tables(5, 7, True, torch.bfloat16)  # no complex bfloat16: cos and signed sin
+    assert half.rotation is None
+    assert torch.equal(half.cos, cos.bfloat16()) and torch.equal(half.signed_sin.abs(), sin.bfloat16().abs())
     assert torch.equal(tables.mask_h[0], relpos.decay_1d(5))
     assert torch.equal(tables.mask_w[0], relpos.decay_1d(7))
     assert torch.equal(relpos.fast_tables(5, 7, False, torch.float32).mask[0], relpos.decay_2d(5, 7))
