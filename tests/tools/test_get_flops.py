@@ -64,3 +64,15 @@ def test_cascade_masks_run_on_the_first_100_proposals():
     box_rows = {out.shape[0] for out in outs[:2 * stages]}
     mask_rows = {out.shape[0] for out in outs[2 * stages:]}
     assert len(outs) == 3 * stages and len(box_rows) == 1 and box_rows.pop() > 100 and mask_rows == {100}
+
+
+def test_fast_and_reference_paths_count_the_same_flops():
+    """The fast path's fused ops (its autograd functions, its inference-only
+    attention) must trace as countable ops, or its FLOPs come out short."""
+    cfg = Config.fromfile(str(REPO / 'configs/rmt/retinanet_rmt-t_fpn_1x_coco.py'))
+    counts = {}
+    for impl in ('fast', 'reference'):
+        impl_cfg = cfg.copy()
+        impl_cfg.model.backbone.attn_impl = impl
+        counts[impl] = get_flops.complexity(impl_cfg, (64, 96), backbone_only=True)
+    assert counts['fast'] == counts['reference']

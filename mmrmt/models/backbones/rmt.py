@@ -274,9 +274,10 @@ class ManhattanSelfAttention(nn.Module):
         batched GEMMs and an in-place softmax, a few images at a time so that
         the logits stay under ``explicit_logits_bytes``: at such lengths the
         fused kernel's per-block work costs more than the whole product.
+        Traced (FLOP counting, export), it is always the one SDPA op.
         """
         batch, heads, length, _ = q.shape
-        if torch.is_grad_enabled() or length > self.explicit_max_len:
+        if torch.is_grad_enabled() or torch.jit.is_tracing() or length > self.explicit_max_len:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
         out = v.new_empty(v.shape)
         step = max(1, self.explicit_logits_bytes // (heads * length * length * q.element_size()))
@@ -367,6 +368,10 @@ class RMTBlock(nn.Module):
             writes it. Defaults to ``'fast'``.
     """
 
+    #: Lean CPU inference runs the block on a few images at a time, so that
+    #: the FFN's hidden map of a chunk stays under this many bytes.
+    inference_chunk_bytes = 8 * 2**20
+
     def __init__(self, embed_dims: int, num_heads: int, mlp_ratio: float, decomposed: bool,
                  drop_path: float = 0., layer_scale: Optional[float] = None,
                  attn_impl: str = 'fast') -> None:
@@ -383,10 +388,6 @@ class RMTBlock(nn.Module):
             self.gamma_2 = nn.Parameter(torch.full((1, 1, 1, embed_dims), float(layer_scale)))
         else:
             self.gamma_1 = self.gamma_2 = None
-
-    #: Lean CPU inference runs the block on a few images at a time, so that
-    #: the FFN's hidden map of a chunk stays under this many bytes.
-    inference_chunk_bytes = 8 * 2**20
 
     def forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
         if self.lean and not torch.is_grad_enabled() and x.device.type == 'cpu':

@@ -86,7 +86,7 @@ class ConvFFN(nn.Module):
             x = self.act(self.fc1(x if norm is None else norm(x)))
             return self.fc2(x + self.dwconv(x))
         hidden, = norm_then_project(x, norm, [(self.fc1.weight, self.fc1.bias)])
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() and not torch.jit.is_tracing():  # traced: plain ops, countable
             return _GeluConvProjection.apply(hidden, self.dwconv.residual_weight(), self.dwconv.conv.bias,
                                              self.fc2.weight, self.fc2.bias, self.dwconv.conv.padding[0])
         return self.fc2(self.dwconv.forward_residual(torch.ops.aten.gelu_(hidden)))

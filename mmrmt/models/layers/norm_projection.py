@@ -63,10 +63,12 @@ def norm_then_project(x: torch.Tensor, norm: Optional[nn.LayerNorm],
     """``linear(norm(x), weight, bias)`` for each (weight, bias); no norm if ``norm`` is None.
 
     Same values as applying ``norm`` then the projections; with autograd the
-    norm's output is recomputed in backward instead of kept.
+    norm's output is recomputed in backward instead of kept. Without autograd,
+    or traced (FLOP counting, export), it is the plain ops.
     """
-    if norm is None:
-        return tuple(F.linear(x, weight, bias) for weight, bias in projections)
+    if norm is None or not torch.is_grad_enabled() or torch.jit.is_tracing():
+        normed = x if norm is None else norm(x)
+        return tuple(F.linear(normed, weight, bias) for weight, bias in projections)
     device = x.device.type
     compute_dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
     flat = [t for pair in projections for t in pair]
