@@ -9,7 +9,7 @@ downsampling between stages; a LayerNorm on every emitted feature.
 Parameter names are the upstream ones, so upstream files load unchanged.
 """
 from collections import OrderedDict
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -66,6 +66,24 @@ def softmax_(logits: torch.Tensor) -> torch.Tensor:
 
 
 COMPLEX_DTYPES = {torch.float32: torch.complex64, torch.float64: torch.complex128}
+
+#: Lean CPU inference runs the stem and each block on a few images at a time,
+#: so that the largest map of a chunk stays under this many bytes: large fresh
+#: tensors cost page faults on every allocation, small ones come back from the
+#: heap and stay in cache.
+INFERENCE_CHUNK_BYTES = 8 * 2**20
+
+
+def in_image_chunks(function: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+                    bytes_per_image: int) -> torch.Tensor:
+    """``function(x)``, computed on as many images at a time as fit :data:`INFERENCE_CHUNK_BYTES`.
+
+    Only for functions that treat the images of a batch independently.
+    """
+    step = max(1, INFERENCE_CHUNK_BYTES // bytes_per_image)
+    if step >= x.shape[0]:
+        return function(x)
+    return torch.cat([function(part) for part in x.split(step)])
 
 
 class FastTables(NamedTuple):
@@ -368,10 +386,6 @@ class RMTBlock(nn.Module):
             writes it. Defaults to ``'fast'``.
     """
 
-    #: Lean CPU inference runs the block on a few images at a time, so that
-    #: the FFN's hidden map of a chunk stays under this many bytes.
-    inference_chunk_bytes = 8 * 2**20
-
     def __init__(self, embed_dims: int, num_heads: int, mlp_ratio: float, decomposed: bool,
                  drop_path: float = 0., layer_scale: Optional[float] = None,
                  attn_impl: str = 'fast') -> None:
@@ -392,9 +406,7 @@ class RMTBlock(nn.Module):
     def forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
         if self.lean and not torch.is_grad_enabled() and x.device.type == 'cpu':
             hidden_bytes = x[0].numel() * self.ffn.fc1.out_features // x.shape[-1] * x.element_size()
-            step = max(1, self.inference_chunk_bytes // hidden_bytes)
-            if step < x.shape[0]:
-                return torch.cat([self._forward(part, relpos) for part in x.split(step)])
+            return in_image_chunks(lambda part: self._forward(part, relpos), x, hidden_bytes)
         return self._forward(x, relpos)
 
     def _forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
@@ -487,9 +499,11 @@ class RMT(PyramidBackbone):
         norm_cfg (dict): Norm of the stem and downsampling convs.
             Defaults to ``dict(type='BN')``.
         with_cp (bool): Activation checkpointing per block. Defaults to False.
-        attn_impl (str): ``'fast'`` (fused attention, cached tables; the
-            default) or ``'reference'`` (the spec's computation step by step,
-            the oracle of the tests). Both compute the same function.
+        attn_impl (str): ``'fast'`` (the default: fused attention with
+            cached tables, the lean block of :class:`RMTBlock`, and in CPU
+            inference in eval mode the stem and blocks run a few images at a
+            time) or ``'reference'`` (the spec's computation step by step, the
+            oracle of the tests). Both compute the same function.
         init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
             to load an upstream ImageNet (or detection) checkpoint.
     """
@@ -532,6 +546,7 @@ class RMT(PyramidBackbone):
         settings = resolve_arch(arch, self.arch_zoo, self.per_stage_keys, 'RMT')
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
         super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg)
+        self.lean = attn_impl == 'fast'
         check_heads_divide_dims(dims, heads, 'RMT')
         for stage, (channels, num_heads) in enumerate(zip(dims, heads)):
             if (channels // num_heads) % 2:
@@ -580,7 +595,13 @@ class RMT(PyramidBackbone):
 
     def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         self.check_input(x)
-        x = self.patch_embed.proj(x).permute(0, 2, 3, 1)  # (B, h, w, C)
+        stem = self.patch_embed.proj
+        if self.lean and not self.training and not torch.is_grad_enabled() and x.device.type == 'cpu':
+            first_map_bytes = stem[0].out_channels * -(-x.shape[2] // 2) * -(-x.shape[3] // 2) * x.element_size()
+            x = in_image_chunks(stem, x, first_map_bytes)  # eval: BatchNorm is per image
+        else:
+            x = stem(x)
+        x = x.permute(0, 2, 3, 1)  # (B, h, w, C)
         outs = []
         for i, stage in enumerate(self.layers):
             for block in stage.blocks:

@@ -4,7 +4,8 @@ import copy
 import pytest
 import torch
 
-from mmrmt.models.backbones.rmt import RMT, ManhattanRelPos, ManhattanSelfAttention, RMTBlock
+from mmrmt.models.backbones import rmt
+from mmrmt.models.backbones.rmt import RMT, ManhattanRelPos, ManhattanSelfAttention
 
 # Tiny arch covering decomposed and full stages, with and without layer scale.
 TINY = dict(embed_dims=[16, 32, 48, 64], depths=[1, 2, 1, 1], num_heads=[2, 2, 4, 4],
@@ -87,16 +88,27 @@ def test_fast_attention_without_autograd_equals_reference(decomposed, batch, hei
         torch.testing.assert_close(fast(x, relpos), reference(x, relpos), atol=1e-4, rtol=1e-4)
 
 
-def test_fast_backbone_inference_in_image_chunks_equals_reference():
+def test_fast_backbone_inference_in_image_chunks_equals_reference(monkeypatch):
     fast, reference = backbone_pair()
     fast.eval(), reference.eval()
-    for block in fast.modules():
-        if isinstance(block, RMTBlock):
-            block.inference_chunk_bytes = 1  # every block runs image by image
+    monkeypatch.setattr(rmt, 'INFERENCE_CHUNK_BYTES', 1)  # the stem and every block image by image
     x = torch.randn(3, 3, 45, 71)
     with torch.no_grad():
         for out_fast, out_ref in zip(fast(x), reference(x)):
             torch.testing.assert_close(out_fast, out_ref, atol=1e-4, rtol=1e-4)
+
+
+def test_stem_is_not_split_while_batch_norm_trains(monkeypatch):
+    """No autograd but train mode (BatchNorm on batch statistics): the stem sees the whole batch."""
+    fast, reference = backbone_pair()
+    monkeypatch.setattr(rmt, 'INFERENCE_CHUNK_BYTES', 1)
+    x = torch.randn(3, 3, 45, 71)
+    with torch.no_grad():
+        for out_fast, out_ref in zip(fast(x), reference(x)):
+            torch.testing.assert_close(out_fast, out_ref, atol=1e-4, rtol=1e-4)
+    for ours, theirs in zip(fast.patch_embed.proj.modules(), reference.patch_embed.proj.modules()):
+        if isinstance(ours, torch.nn.BatchNorm2d):
+            torch.testing.assert_close(ours.running_mean, theirs.running_mean)
 
 
 @pytest.mark.parametrize('attn_impl', ['fast', 'reference'])
