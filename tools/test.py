@@ -24,7 +24,7 @@ from mmengine.config import Config, DictAction
 
 from mmrmt.utils import (PreflightError, allow_mmengine_checkpoints, build_runner,
                          check_checkpoint_file, check_dataloader_paths, check_evaluator_files,
-                         load_run_config)
+                         close_process_group, load_run_config)
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
@@ -95,6 +95,7 @@ def main() -> None:
         runner.test_evaluator.metrics.append(DumpDetResults(out_file_path=args.out))
     with allow_mmengine_checkpoints():
         runner.test()
+    close_process_group()
 
 
 if __name__ == '__main__':

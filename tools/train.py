@@ -19,7 +19,7 @@ from mmengine.config import DictAction
 from mmrmt.engine import ResumeRNGHook
 from mmrmt.utils import (PreflightError, allow_mmengine_checkpoints, build_runner,
                          check_checkpoint_file, check_dataloader_paths, check_evaluator_files,
-                         load_run_config)
+                         close_process_group, load_run_config)
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
@@ -76,6 +76,7 @@ def main() -> None:
     runner.register_hook(ResumeRNGHook())
     with allow_mmengine_checkpoints():
         runner.train()
+    close_process_group()
 
 
 if __name__ == '__main__':

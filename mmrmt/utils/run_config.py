@@ -78,3 +78,15 @@ def build_runner(cfg: Config) -> Runner:
     if 'runner_type' in cfg:
         return RUNNERS.build(cfg)
     return Runner.from_cfg(cfg)
+
+
+def close_process_group() -> None:
+    """Leave the distributed process group, if any, once every process is done.
+
+    Left open, gloo's threads are still running when the interpreter exits,
+    and a process of a finished run can abort ('terminate called without an
+    active exception'), failing the whole launch.
+    """
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
