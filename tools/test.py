@@ -15,16 +15,15 @@ the folder (mmseg's IoUMetric ``output_dir``).
 folder; segmentation writes them to ``DIR/vis_data/vis_image/`` (mmseg's layout).
 """
 import argparse
-import os
 import os.path as osp
 import sys
 import warnings
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 
-from mmrmt.utils import (PreflightError, allow_mmengine_checkpoints, build_runner,
-                         check_checkpoint_file, check_dataloader_paths, check_evaluator_files,
-                         close_process_group, load_run_config)
+from mmrmt.utils import (PreflightError, build_runner, check_checkpoint_file,
+                         check_dataloader_paths, check_evaluator_files, load_run_config,
+                         parse_launch_args, run_phase)
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
@@ -41,16 +40,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--show', action='store_true', help='show the predictions in a window')
     parser.add_argument('--show-dir', help='folder receiving images painted with the predictions')
     parser.add_argument('--wait-time', type=float, default=2, help='seconds each shown image stays')
-    parser.add_argument(
-        '--cfg-options', nargs='+', action=DictAction,
-        help='override config settings, e.g. key=value a.b=1 list="[1,2]" (no spaces)')
-    parser.add_argument(
-        '--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'], default='none',
-        help='job launcher')
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
-    args = parser.parse_args()
-    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
-    return args
+    return parse_launch_args(parser)
 
 
 def is_detection(cfg: Config) -> bool:
@@ -93,9 +83,7 @@ def main() -> None:
     if args.out and is_detection(cfg):
         from mmdet.evaluation import DumpDetResults
         runner.test_evaluator.metrics.append(DumpDetResults(out_file_path=args.out))
-    with allow_mmengine_checkpoints():
-        runner.test()
-    close_process_group()
+    run_phase(runner, 'test')
 
 
 if __name__ == '__main__':

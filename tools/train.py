@@ -9,17 +9,15 @@ build the run. Without CUDA it trains on the CPU, and distributed runs
                           [--cfg-options KEY=VALUE ...] [--launcher pytorch]
 """
 import argparse
-import os
 import sys
 import warnings
 
 import torch
-from mmengine.config import DictAction
 
 from mmrmt.engine import ResumeRNGHook
-from mmrmt.utils import (PreflightError, allow_mmengine_checkpoints, build_runner,
-                         check_checkpoint_file, check_dataloader_paths, check_evaluator_files,
-                         close_process_group, load_run_config)
+from mmrmt.utils import (PreflightError, build_runner, check_checkpoint_file,
+                         check_dataloader_paths, check_evaluator_files, load_run_config,
+                         parse_launch_args, run_phase)
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
@@ -36,16 +34,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         '--amp', action='store_true',
         help='automatic mixed precision (float16 with dynamic loss scaling; needs CUDA)')
-    parser.add_argument(
-        '--cfg-options', nargs='+', action=DictAction,
-        help='override config settings, e.g. key=value a.b=1 list="[1,2]" (no spaces)')
-    parser.add_argument(
-        '--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'], default='none',
-        help='job launcher')
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
-    args = parser.parse_args()
-    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
-    return args
+    return parse_launch_args(parser)
 
 
 def main() -> None:
@@ -74,9 +63,7 @@ def main() -> None:
         sys.exit(f'error: {error}')
     runner = build_runner(cfg)
     runner.register_hook(ResumeRNGHook())
-    with allow_mmengine_checkpoints():
-        runner.train()
-    close_process_group()
+    run_phase(runner, 'train')
 
 
 if __name__ == '__main__':

@@ -6,16 +6,19 @@ run is not distributed on CUDA, and, for distributed runs without CUDA, the
 gloo backend and a CPU DistributedDataParallel. mmengine's own process-group
 setup assumes a GPU per process, so :func:`build_runner` starts gloo itself.
 """
+import argparse
+import os
 import os.path as osp
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 import torch.distributed as dist
-from mmengine.config import Config
+from mmengine.config import Config, DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 from .preflight import PreflightError, check_config_file
+from .safe_checkpoint import allow_mmengine_checkpoints
 from .sync_bn import revert_sync_bn_when_single
 
 
@@ -80,13 +83,36 @@ def build_runner(cfg: Config) -> Runner:
     return Runner.from_cfg(cfg)
 
 
-def close_process_group() -> None:
-    """Leave the distributed process group, if any, once every process is done.
+def parse_launch_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """Add the options train.py and test.py share, parse, and export ``LOCAL_RANK``.
 
-    Left open, gloo's threads are still running when the interpreter exits,
-    and a process of a finished run can abort ('terminate called without an
-    active exception'), failing the whole launch.
+    The shared options: ``--cfg-options``, ``--launcher`` and ``--local_rank``
+    (for launchers that pass it instead of setting ``LOCAL_RANK``).
     """
+    parser.add_argument(
+        '--cfg-options', nargs='+', action=DictAction,
+        help='override config settings, e.g. key=value a.b=1 list="[1,2]" (no spaces)')
+    parser.add_argument(
+        '--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'], default='none',
+        help='job launcher')
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    args = parser.parse_args()
+    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
+    return args
+
+
+def run_phase(runner: Runner, phase: str) -> Any:
+    """``runner.train()`` or ``runner.test()`` ('train' / 'test'), start to finish.
+
+    mmengine checkpoints stay loadable with weights-only unpickling
+    (:func:`allow_mmengine_checkpoints`); afterwards the process leaves its
+    distributed group, if any, once every process is done: left open, gloo's
+    threads are still running at interpreter exit and a process of a finished
+    run can abort ('terminate called without an active exception').
+    """
+    with allow_mmengine_checkpoints():
+        result = getattr(runner, phase)()
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+    return result

@@ -25,7 +25,7 @@ from mmengine.config import DictAction
 from mmengine.hooks import Hook
 
 from mmrmt.datasets import make_demo_data
-from mmrmt.utils import allow_mmengine_checkpoints, build_runner, load_run_config
+from mmrmt.utils import build_runner, load_run_config, run_phase
 
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
 
@@ -147,8 +147,7 @@ def main(args: Optional[argparse.Namespace] = None) -> None:
     runner = build_runner(cfg)
     runner.register_hook(ProgressHook())
     start = time.monotonic()
-    with allow_mmengine_checkpoints():
-        runner.train()
+    run_phase(runner, 'train')
     train_seconds = time.monotonic() - start
 
     print('[demo] COCO evaluation on the validation split')
