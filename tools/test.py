@@ -5,8 +5,14 @@ One tool for MMDetection and MMSegmentation configs; the config's
 bbox/segm mAP (CocoMetric) for detection, mIoU (IoUMetric) for segmentation.
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE_OR_DIR]
-                         [--show-dir DIR] [--cfg-options KEY=VALUE ...]
-                         [--launcher pytorch]
+                         [--show-dir DIR] [--allow-partial-load]
+                         [--cfg-options KEY=VALUE ...] [--launcher pytorch]
+
+Before the run starts it checks the config, the data paths, that the work dir
+and ``--out`` can be written, and the checkpoint: readable and holding
+exactly the model's weights (a checkpoint of another model would otherwise
+evaluate random weights); ``--allow-partial-load`` accepts a partial one.
+Each problem ends the tool with one line.
 
 ``--out``: detection dumps the predictions to a .pkl file (mmdet's
 DumpDetResults); segmentation writes the predicted label maps as PNGs into
@@ -16,14 +22,13 @@ folder; segmentation writes them to ``DIR/vis_data/vis_image/`` (mmseg's layout)
 """
 import argparse
 import os.path as osp
-import sys
 import warnings
 
 from mmengine.config import Config
 
-from mmrmt.utils import (PreflightError, build_runner, check_checkpoint_file,
-                         check_dataloader_paths, check_evaluator_files, load_run_config,
-                         parse_launch_args, run_phase)
+from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths,
+                         check_evaluator_files, check_run_checkpoint, check_writable,
+                         exit_on_preflight_error, load_run_config, parse_launch_args, run_phase)
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
@@ -64,17 +69,21 @@ def enable_visualization(cfg: Config, args: argparse.Namespace) -> None:
 
 def main() -> None:
     args = parse_args()
-    try:
+    with exit_on_preflight_error():
         cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
-        check_checkpoint_file(args.checkpoint, 'checkpoint')
+        check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+        if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
+            raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
+        if args.out:
+            check_writable(args.out, '--out', is_dir=not is_detection(cfg))
+        if args.show_dir:
+            check_writable(args.show_dir, '--show-dir', is_dir=True)
+        check_run_checkpoint(cfg, args.checkpoint, 'checkpoint',
+                             allow_partial=args.allow_partial_load)
         check_dataloader_paths(cfg, ['test_dataloader'])
         check_evaluator_files(cfg, ['test_evaluator'])
         if args.show or args.show_dir:
             enable_visualization(cfg, args)
-        if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
-            raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
-    except PreflightError as error:
-        sys.exit(f'error: {error}')
     cfg.load_from = args.checkpoint
     if args.out and not is_detection(cfg):
         cfg.test_evaluator.output_dir = args.out

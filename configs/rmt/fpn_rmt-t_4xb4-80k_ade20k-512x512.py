@@ -1,9 +1,9 @@
 # Semantic FPN with RMT-T on ADE20K, 80k iterations (RMT paper, Table 5).
 _base_ = [
     'mmseg::_base_/models/fpn_r50.py', 'mmseg::_base_/datasets/ade20k.py',
-    'mmseg::_base_/default_runtime.py', '../_base_/schedules/seg_adamw-poly_80k.py'
+    'mmseg::_base_/default_runtime.py', '../_base_/mmrmt_runtime.py',
+    '../_base_/schedules/seg_adamw-poly_80k.py'
 ]
-custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
 
 crop_size = (512, 512)
 data_preprocessor = dict(size=crop_size)

@@ -56,9 +56,8 @@ def test_missing_data_root(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / 'w').exists()
 
 
-def test_missing_annotation_file(demo_root, tmp_path, monkeypatch, capsys):
-    checkpoint = tmp_path / 'model.pth'
-    checkpoint.touch()  # exists, so the data check is what fails
+def test_missing_annotation_file(det_work_dir, demo_root, tmp_path, monkeypatch, capsys):
+    checkpoint = det_work_dir / 'iter_4.pth'  # fits the model, so the data check is what fails
     message = exit_message('test.py', [DET_CONFIG, checkpoint, '--work-dir', tmp_path / 'w',
                                        '--cfg-options',
                                        f'test_dataloader.dataset.data_root={demo_root}/coco/',

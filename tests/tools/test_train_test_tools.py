@@ -5,11 +5,9 @@ import re
 
 import numpy as np
 import pytest
-import torch
 from PIL import Image
-from tool_process import DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, run_tool, seg_data_options
-
-from mmrmt.utils import allow_mmengine_checkpoints
+from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, load_checkpoint,
+                          run_tool, seg_data_options)
 
 METRIC = r'{}: (-?\d+\.\d+)'
 
@@ -20,13 +18,8 @@ def metric(output: str, name: str) -> float:
     return float(found[-1])
 
 
-def load(path):
-    with allow_mmengine_checkpoints():
-        return torch.load(path, map_location='cpu', weights_only=True)
-
-
 def test_train_writes_detection_checkpoints(det_work_dir):
-    checkpoint = load(det_work_dir / 'iter_4.pth')
+    checkpoint = load_checkpoint(det_work_dir / 'iter_4.pth')
     assert checkpoint['meta']['iter'] == 4
     assert any(key.startswith('backbone.layers.') for key in checkpoint['state_dict'])
     assert (det_work_dir / 'iter_2.pth').is_file()
@@ -56,7 +49,7 @@ def seg_work_dir(demo_root, tmp_path_factory):
 
 
 def test_segmentation_train_then_test_prints_miou(seg_work_dir, demo_root, tmp_path):
-    assert load(seg_work_dir / 'iter_4.pth')['meta']['iter'] == 4
+    assert load_checkpoint(seg_work_dir / 'iter_4.pth')['meta']['iter'] == 4
     out, show = tmp_path / 'label_maps', tmp_path / 'show'
     result = run_tool(['test.py', SEG_CONFIG, seg_work_dir / 'iter_4.pth', '--work-dir',
                        tmp_path / 'work', '--out', out, '--show-dir', show, '--cfg-options',

@@ -1,0 +1,54 @@
+"""``import mmrmt`` where only one of mmdet / mmseg can be imported registers
+the backbones in the other one; with neither it says what to install."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+BLOCK_AND_IMPORT = textwrap.dedent('''
+    import importlib.abc, sys
+
+    class Absent(importlib.abc.MetaPathFinder):
+        """Makes the given top-level packages look uninstalled."""
+
+        def __init__(self, names):
+            self.names = names
+
+        def find_spec(self, fullname, path=None, target=None):
+            if fullname.split('.')[0] in self.names:
+                raise ModuleNotFoundError(f'No module named {fullname!r}', name=fullname)
+
+    sys.meta_path.insert(0, Absent(sys.argv[1:]))
+    import mmrmt
+    from mmrmt.models.backbones import RMT, ResMLP, ResT
+''')
+
+
+CHECK_REGISTERED_IN = textwrap.dedent('''
+    from {present}.registry import MODELS
+    assert [MODELS.get(cls.__name__) for cls in (RMT, ResT, ResMLP)] == [RMT, ResT, ResMLP]
+    assert {absent!r} not in sys.modules
+    print('registered in {present}')
+''')
+
+
+def run_without(libraries, checks: str = '') -> subprocess.CompletedProcess:
+    """Import mmrmt in a fresh interpreter where ``libraries`` cannot be imported."""
+    return subprocess.run([sys.executable, '-c', BLOCK_AND_IMPORT + checks, *libraries],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize('absent,present', [('mmseg', 'mmdet'), ('mmdet', 'mmseg')])
+def test_import_with_one_library_registers_in_it(absent, present):
+    result = run_without([absent], CHECK_REGISTERED_IN.format(absent=absent, present=present))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == f'registered in {present}'
+
+
+def test_import_with_neither_library_says_what_to_install():
+    result = run_without(['mmdet', 'mmseg'])
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        'ImportError: mmrmt needs MMDetection or MMSegmentation: install mmdet>=3.3 or '
+        'mmsegmentation>=1.2 (see requirements/runtime.txt)')
