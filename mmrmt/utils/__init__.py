@@ -1,7 +1,8 @@
 """Helpers of the training and testing tools, shared with the tests."""
 from .atomic_file import replaced_atomically
+from .config_file import read_config
 from .preflight import (PreflightError, check_dataloader_paths, check_evaluator_files,
-                        check_new_file, check_writable, read_config)
+                        check_new_file, check_writable)
 from .run_checkpoint import check_run_checkpoint, latest_checkpoint, read_run_checkpoint
 from .run_config import (add_resume_rng_hook, build_runner, exit_on_preflight_error,
                          load_run_config, parse_launch_args, run_phase)

@@ -4,15 +4,11 @@ A wrong path otherwise surfaces minutes later, deep inside a dataset or a
 checkpoint loader, as a long traceback. :class:`PreflightError` carries a
 single-line message naming the missing path and how to fix it.
 """
-import ast
 import os
 import os.path as osp
-from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, Optional, Sequence, Tuple
 
 from mmengine.config import Config
-
-from mmrmt.checkpoint.loading import one_line_reason
 
 DEMO_DATA_HINT = 'for the demo configs run `python tools/misc/make_demo_data.py`'
 
@@ -24,64 +20,6 @@ class PreflightError(RuntimeError):
 def is_remote(path: str) -> bool:
     """Whether ``path`` names something a loader fetches (URL, model zoo)."""
     return '://' in path
-
-
-def local_bases(tree: ast.Module, file: str) -> List[str]:
-    """The local ``_base_`` files a parsed config names (``scope::`` ones skipped)."""
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-                isinstance(target, ast.Name) and target.id == '_base_' for target in node.targets):
-            try:
-                bases = ast.literal_eval(node.value)
-            except ValueError:  # not a literal: mmengine will say why
-                return []
-            bases = [bases] if isinstance(bases, str) else bases
-            return [osp.normpath(osp.join(osp.dirname(file), base)) for base in bases
-                    if isinstance(base, str) and '::' not in base]
-    return []
-
-
-def find_syntax_error(path: str) -> Optional[SyntaxError]:
-    """The first syntax error in ``path`` or the local files of its ``_base_`` chain.
-
-    The files are parsed, not run; mmengine reports a syntax error without
-    naming the file, which this finds.
-    """
-    pending = [path]
-    while pending:
-        current = pending.pop()
-        try:
-            tree = ast.parse(Path(current).read_text(), filename=current)
-        except SyntaxError as error:
-            return error
-        except OSError:
-            continue
-        pending += local_bases(tree, current)
-    return None
-
-
-def config_error(path: str, error: Exception) -> PreflightError:
-    """The one-line error for a config that mmengine could not load: which file, why."""
-    located = find_syntax_error(path) if isinstance(error, SyntaxError) else None
-    if located is not None:
-        return PreflightError(f'syntax error in config {located.filename}, line {located.lineno}: '
-                              f'{located.msg}')
-    return PreflightError(f'config {path} could not be loaded: {one_line_reason(error)}')
-
-
-def read_config(path: str) -> Config:
-    """Load a config file; any problem becomes a one-line error naming the file.
-
-    Raises:
-        PreflightError: The file is missing, or it (or one of its bases) has
-            a syntax error or fails when run.
-    """
-    if not osp.isfile(path):
-        raise PreflightError(f'config file not found: {path}')
-    try:
-        return Config.fromfile(path)
-    except Exception as error:  # a config is Python: it can raise anything
-        raise config_error(path, error) from error
 
 
 def nearest_existing(path: str) -> str:
@@ -102,9 +40,10 @@ def check_writable(path: str, what: str, is_dir: bool) -> None:
     """
     existing = nearest_existing(path)
     if existing == osp.abspath(path):
-        if osp.isdir(existing) != is_dir:
-            kind = 'a folder' if is_dir else 'a file'
-            raise PreflightError(f'{what} {path} must be {kind}, but it exists as something else')
+        if is_dir and not osp.isdir(existing):
+            raise PreflightError(f'{what} {path} exists and is not a folder')
+        if not is_dir and osp.isdir(existing):
+            raise PreflightError(f'{what} {path} is a folder; name a file')
         if not os.access(existing, os.W_OK):
             raise PreflightError(f'{what} {path} is not writable')
         return

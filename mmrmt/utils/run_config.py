@@ -20,8 +20,8 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 from mmrmt.engine import ResumeRNGHook
-
-from .preflight import PreflightError, read_config
+from .config_file import read_config
+from .preflight import PreflightError
 from .sync_bn import revert_sync_bn_when_single
 
 
