@@ -20,6 +20,7 @@ from mmengine.runner import find_latest_checkpoint
 from mmrmt.checkpoint.loading import extract_state_dict, fit_problems, read_checkpoint, shapes
 from .preflight import PreflightError, is_remote
 
+
 def latest_checkpoint(work_dir: str) -> str:
     """The checkpoint ``--resume`` without a path continues from.
 
