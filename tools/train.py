@@ -10,7 +10,8 @@ build the run. Without CUDA it trains on the CPU, and distributed runs
                           [--launcher pytorch]
 
 Before the run starts it checks the config, the data paths, that the work
-dir can be written, and the checkpoint the run starts from: readable, a training
+dir can be written, the model's ``Pretrained`` files (readable), and the
+checkpoint the run starts from: readable, a training
 checkpoint for ``--resume``, and holding exactly the model's weights (unless
 ``--allow-partial-load``). Each problem ends the tool with one line.
 """
@@ -22,9 +23,9 @@ import torch
 from mmengine.config import Config
 
 from mmrmt.utils import (PreflightError, add_resume_rng_hook, build_runner, check_dataloader_paths,
-                         check_evaluator_files, check_run_checkpoint, check_writable,
-                         exit_on_preflight_error, latest_checkpoint, load_run_config,
-                         parse_launch_args, run_phase)
+                         check_evaluator_files, check_pretrained_checkpoints, check_run_checkpoint,
+                         check_writable, exit_on_preflight_error, latest_checkpoint,
+                         load_run_config, parse_launch_args, run_phase)
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
@@ -73,6 +74,7 @@ def main() -> None:
             cfg.optim_wrapper.type = 'AmpOptimWrapper'
             cfg.optim_wrapper.loss_scale = 'dynamic'
         check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+        check_pretrained_checkpoints(cfg)
         start = set_start_checkpoint(cfg, args.resume)
         if start is not None:
             check_run_checkpoint(cfg, *start, resume=bool(cfg.get('resume')),

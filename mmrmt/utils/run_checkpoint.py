@@ -10,7 +10,7 @@ each of its weights in the file, with the same shape, and nothing more
 (``--allow-partial-load`` skips that last check for deliberate partial loads).
 """
 import os.path as osp
-from typing import Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from mmengine.config import Config
@@ -73,6 +73,32 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
             'resume from a file tools/train.py wrote, or start from these weights with '
             f'--cfg-options load_from={path}')
     return shapes(weights)
+
+
+def pretrained_checkpoints(node: Any, where: str = 'model') -> Iterator[Tuple[str, str]]:
+    """(location, path) of each ``init_cfg=dict(type='Pretrained', checkpoint=...)`` inside a
+    model config, e.g. ``('model.backbone.init_cfg', 'checkpoints/rmt-s_in1k.pth')``."""
+    if isinstance(node, dict):
+        if node.get('type') == 'Pretrained' and isinstance(node.get('checkpoint'), str):
+            yield where, node['checkpoint']
+        for key, value in node.items():
+            yield from pretrained_checkpoints(value, f'{where}.{key}')
+    elif isinstance(node, (list, tuple)):
+        for index, value in enumerate(node):
+            yield from pretrained_checkpoints(value, f'{where}[{index}]')
+
+
+def check_pretrained_checkpoints(cfg: Config) -> None:
+    """Read each local ``Pretrained`` file of the model before training builds it.
+
+    mmengine initialises the weights (loading these files) at the start of
+    every training run, resumed or not.
+
+    Raises:
+        PreflightError: See :func:`read_run_checkpoint`.
+    """
+    for where, path in pretrained_checkpoints(cfg.model):
+        read_run_checkpoint(path, f'{where} checkpoint')
 
 
 def config_model_shapes(cfg: Config) -> Dict[str, torch.Size]:

@@ -194,3 +194,16 @@ def test_config_syntax_error_names_the_file(tmp_path, monkeypatch, capsys):
     message = exit_message('train.py', [tmp_path / 'child.py', '--work-dir', tmp_path / 'w'],
                            monkeypatch, capsys)
     assert message == f"error: syntax error in config {broken}, line 1: '(' was never closed"
+
+
+def test_unreadable_pretrained_backbone_file_fails_before_training(bad_checkpoints, tmp_path,
+                                                                   monkeypatch, capsys):
+    path = bad_checkpoints / 'truncated.pth'
+    config = tmp_path / 'pretrained.py'
+    config.write_text(f"_base_ = ['{DET_CONFIG}']\n"
+                      f"model = dict(backbone=dict(init_cfg=dict(type='Pretrained', "
+                      f"checkpoint='{path}')))\n")
+    message = exit_message('train.py', [config, '--work-dir', tmp_path / 'w'], monkeypatch, capsys)
+    assert message == (f'error: model.backbone.init_cfg checkpoint {path} {UNREADABLE}the file is '
+                       'truncated or corrupted (its zip directory is missing)')
+    assert not (tmp_path / 'w').exists()
