@@ -207,3 +207,12 @@ def test_unreadable_pretrained_backbone_file_fails_before_training(bad_checkpoin
     assert message == (f'error: model.backbone.init_cfg checkpoint {path} {UNREADABLE}the file is '
                        'truncated or corrupted (its zip directory is missing)')
     assert not (tmp_path / 'w').exists()
+
+
+def test_existing_out_file_needs_force(det_work_dir, tmp_path, monkeypatch, capsys):
+    out = tmp_path / 'preds.pkl'
+    out.write_bytes(b'earlier predictions')
+    message = exit_message('test.py', [DET_CONFIG, det_work_dir / 'iter_4.pth', '--out', out,
+                                       '--work-dir', tmp_path / 'w'], monkeypatch, capsys)
+    assert message == f'error: --out {out} exists; choose another path, or add --force to replace it'
+    assert out.read_bytes() == b'earlier predictions'
