@@ -18,8 +18,9 @@ from timm.layers import DropPath, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import (ChannelsLastDWConv, ConvFFN, PyramidBackbone, check_heads_divide_dims,
-                      norm_then_project, resolve_arch)
+from ..layers import ChannelsLastDWConv, ConvFFN, norm_then_project
+from .arch import check_heads_divide_dims, resolve_arch
+from .base_backbone import PyramidBackbone
 
 ATTENTION_IMPLS = ('fast', 'reference')
 RotaryTables = Tuple[torch.Tensor, torch.Tensor]
