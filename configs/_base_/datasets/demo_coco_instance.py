@@ -46,14 +46,7 @@ auto_scale_lr = dict(enable=False, base_batch_size=4)
 tta_scales = [(96, 96), image_scale, (160, 160)]
 tta_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(
-        type='TestTimeAug',
-        transforms=[
-            [dict(type='Resize', scale=scale, keep_ratio=True) for scale in tta_scales],
-            [dict(type='RandomFlip', prob=1.), dict(type='RandomFlip', prob=0.)],
-            [dict(type='LoadAnnotations', with_bbox=True)],
-            [dict(type='PackDetInputs',
-                  meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'flip',
-                             'flip_direction'))],
-        ])
+    dict(type='TestTimeAug',
+         transforms=[[dict(type='Resize', scale=scale, keep_ratio=True) for scale in tta_scales],
+                     {{_base_.tta_flips}}, {{_base_.tta_annotations}}, {{_base_.tta_packing}}])
 ]
