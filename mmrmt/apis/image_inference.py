@@ -10,6 +10,7 @@ named after the image, which the inferencers' own output options do not do
 
 Used by ``demo/image_demo.py`` and by ``make demo`` (tools/misc/demo.py).
 """
+import copy
 import json
 import warnings
 from pathlib import Path
@@ -144,7 +145,7 @@ def build_inferencer(cfg: Config,
         PreflightError: The config is neither mmdet's nor mmseg's, the
             checkpoint does not fit the model, or the palette is unknown.
     """
-    cfg = revert_sync_bn_when_single(cfg.copy(), distributed=False)
+    cfg = revert_sync_bn_when_single(copy.deepcopy(cfg), distributed=False)
     factory = inferencer_class(cfg.get('default_scope'))
     with allow_mmengine_checkpoints():
         inferencer = factory(model=cfg, weights=weights, device=device)

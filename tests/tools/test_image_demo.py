@@ -12,6 +12,7 @@ from pycocotools import mask as mask_utils
 from tool_process import DET_CONFIG, SEG_CONFIG, run_tool
 
 from mmrmt.apis import collect_images, output_files, unreadable_images
+from mmrmt.apis.image_inference import resolve_palette
 from mmrmt.datasets import DEMO_DET_CLASSES, DEMO_SEG_CLASSES
 from mmrmt.utils import PreflightError
 
@@ -130,3 +131,16 @@ def test_inputs_are_checked_before_the_model(tmp_path):
     assert list(unreadable_images(found)) == [tmp_path / 'b' / 'x.jpg']
     with pytest.raises(PreflightError, match='would write the same output files'):
         output_files(found, tmp_path / 'out', force=False)
+
+
+def test_palettes_by_name():
+    from mmdet.datasets import CocoDataset
+    from mmseg.utils import get_palette
+    assert resolve_palette('coco', 'mmdet', 3) == list(CocoDataset.METAINFO['palette'][:3])
+    assert resolve_palette('ade20k', 'mmseg', 5) == [tuple(colour) for colour in get_palette('ade20k')[:5]]
+    colours = resolve_palette('random', 'mmseg', 5)
+    assert len(set(colours)) == 5 and colours == resolve_palette('random', 'mmdet', 5)
+    with pytest.raises(PreflightError, match="unknown --palette 'ade20k': .*mmdet: coco, voc, citys"):
+        resolve_palette('ade20k', 'mmdet', 3)
+    with pytest.raises(PreflightError, match='--palette voc has 21 colours for 30 classes'):
+        resolve_palette('voc', 'mmseg', 30)
