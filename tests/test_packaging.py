@@ -38,8 +38,9 @@ def source_copy(tmp_path_factory) -> Path:
 @pytest.fixture(scope='module')
 def wheel(source_copy, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp('wheel')
-    subprocess.run([sys.executable, '-m', 'pip', 'wheel', '.', '--no-deps', '--no-build-isolation',
-                    '--quiet', '-w', str(out)], cwd=source_copy, check=True, capture_output=True)
+    result = subprocess.run([sys.executable, '-m', 'pip', 'wheel', '.', '--no-deps', '--no-build-isolation',
+                             '--quiet', '-w', str(out)], cwd=source_copy, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
     (built, ) = out.glob('mmrmt-*.whl')
     return built
 
