@@ -19,8 +19,8 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from .arch import (DROP_RATE, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, check_heads_divide_dims,
-                   resolve_arch)
+from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
+                   check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone
 
 
@@ -232,6 +232,8 @@ class ResT(PyramidBackbone):
         super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
                          drop_path_rate=drop_path_rate, norm_cfg=norm_cfg)
         check_heads_divide_dims(dims, heads, 'ResT')
+        check_arg('ResT', "arch['embed_dims'][0]", dims[0],
+                  ArgKind(INT, lambda channels: channels >= 2, "an int >= 2 (the stem's hidden convs have half)"))
         self.embed_dims = dims
 
         self.stem = ConvStem(in_channels, dims[0], norm_cfg)

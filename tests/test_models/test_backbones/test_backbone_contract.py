@@ -213,6 +213,8 @@ OWN_ARGUMENT_ERRORS = [
      r'the head dimension embed_dims\[3\] / num_heads\[3\] = 15 is odd'),
     ('RMT', dict(arch=RMT_TINY, attn_impl='flash'), ValueError, r"attn_impl must be one of \('fast', 'reference'\)"),
     ('ResT', rest_arch(depths=[1, -1, 2, 1]), ValueError, r"arch\['depths'\]\[1\] must be an int >= 0, got -1"),
+    ('ResT', rest_arch(embed_dims=[1, 32, 48, 64]), ValueError,
+     r"arch\['embed_dims'\]\[0\] must be an int >= 2 \(the stem's hidden convs have half\), got 1"),
     ('ResT', rest_arch(sr_ratios=[8, 4, 0, 1]), ValueError, r"arch\['sr_ratios'\]\[2\] must be an int >= 1, got 0"),
     ('ResT', rest_arch(sr_ratios=[8, 4, 1.5, 1]), TypeError, r"arch\['sr_ratios'\]\[2\] must be an int >= 1"),
     ('ResT', rest_arch(num_heads=[1, 2, 2, -4]), ValueError, r"arch\['num_heads'\]\[3\] must be an int >= 1"),
