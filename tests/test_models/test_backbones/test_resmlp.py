@@ -119,6 +119,13 @@ def reference_window_mixing(x: torch.Tensor, linear: torch.nn.Linear, window: Tu
     return out.view(batch, height, width, channels)
 
 
+def reference_block(block: torch.nn.Module, x: torch.Tensor, window: Tuple[int, int],
+                    shift: Tuple[int, int]) -> torch.Tensor:
+    """What a ResMLP block computes, its window mixing done token by token."""
+    after_tokens = x + block.ls1 * reference_window_mixing(block.norm1(x), block.linear_tokens, window, shift)
+    return after_tokens + block.ls2 * block.mlp_channels(block.norm2(after_tokens))
+
+
 @pytest.mark.parametrize('grid,window,shift', [
     ((4, 4), (4, 4), (0, 0)),    # one full window
     ((3, 2), (4, 4), (0, 0)),    # grid smaller than the window: zero padding
@@ -143,10 +150,7 @@ def test_padding_comes_after_the_affine_pre_norm():
     block = model.blocks[0]
     x = torch.randn(1, 3, 2, 8)
     with torch.no_grad():
-        mixed = reference_window_mixing(block.norm1(x), block.linear_tokens, (4, 4), (0, 0))
-        after_tokens = x + block.ls1 * mixed
-        expected = after_tokens + block.ls2 * block.mlp_channels(block.norm2(after_tokens))
-        torch.testing.assert_close(block(x), expected, rtol=0, atol=1e-5)
+        torch.testing.assert_close(block(x), reference_block(block, x, (4, 4), (0, 0)), rtol=0, atol=1e-5)
 
 
 def test_shift_moves_windows_of_odd_blocks_only_on_grids_larger_than_a_window():
@@ -159,10 +163,7 @@ def test_shift_moves_windows_of_odd_blocks_only_on_grids_larger_than_a_window():
     randomize(block)
     x = torch.randn(1, 5, 5, 16)
     with torch.no_grad():
-        mixed = reference_window_mixing(block.norm1(x), block.linear_tokens, (2, 2), (1, 1))
-        after_tokens = x + block.ls1 * mixed
-        expected = after_tokens + block.ls2 * block.mlp_channels(block.norm2(after_tokens))
-        torch.testing.assert_close(block(x), expected, rtol=0, atol=1e-5)
+        torch.testing.assert_close(block(x), reference_block(block, x, (2, 2), (1, 1)), rtol=0, atol=1e-5)
 
 
 # --- pyramid and sizes ----------------------------------------------------------------------------
