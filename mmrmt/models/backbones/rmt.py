@@ -357,7 +357,9 @@ class RMT(PyramidBackbone):
                           mlp_ratios=POSITIVE_REAL, init_values=POSITIVE_REAL,
                           heads_ranges=NON_NEGATIVE_REAL, decomposed=BOOL, layer_scales=BOOL)
     optional_arch_args = dict(layer_scale_init=POSITIVE_REAL)
-    dropped_checkpoint_prefixes = ('proj.', 'norm.', 'head.')
+    #: The classifier of the ImageNet files; ``aux_head`` is the per-token
+    #: classifier of the authors' token-labelled checkpoints (RMT-S*/B*/L*).
+    dropped_checkpoint_prefixes = ('proj.', 'norm.', 'head.', 'aux_head.')
     new_checkpoint_prefixes = ('extra_norms.', )
 
     def __init__(self,

@@ -106,3 +106,19 @@ def test_frozen_stem_only():
     assert all(p.requires_grad for p in model.layers[0].parameters())
 
 
+
+
+def test_token_labelled_checkpoint_loads_with_its_aux_head_dropped(tmp_path):
+    # The authors' RMT-S* (classification_token_label_release) is the ImageNet
+    # layout plus a per-token classifier over the last stage's channels.
+    upstream = random_upstream_state_dict('rmt-s')
+    upstream['aux_head.weight'] = torch.rand(1000, 512)
+    upstream['aux_head.bias'] = torch.rand(1000)
+    path = save({'model': upstream}, tmp_path / 'rmt_s_token_label.pth')
+    model, summary = init_and_capture_summary(RMT('s', init_cfg=pretrained(path)))
+    state = model.state_dict()
+    for key, value in upstream.items():
+        if not key.startswith(RMT.dropped_checkpoint_prefixes):
+            assert torch.equal(state[key], value), key
+    assert 'aux_head.weight' in summary and 'aux_head.bias' in summary
+    assert not any(key.startswith('aux_head') for key in state)
