@@ -5,7 +5,7 @@ One tool for MMDetection and MMSegmentation configs; the config's
 bbox/segm mAP (CocoMetric) for detection, mIoU (IoUMetric) for segmentation.
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE_OR_DIR]
-                         [--force] [--show-dir DIR] [--allow-partial-load]
+                         [--force] [--show-dir DIR] [--tta] [--allow-partial-load]
                          [--cfg-options KEY=VALUE ...] [--launcher pytorch]
 
 Before the run starts it checks the config, the data paths, that the work dir
@@ -30,6 +30,7 @@ from mmengine.config import Config
 from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths,
                          check_evaluator_files, check_new_file, check_run_checkpoint, check_writable,
                          exit_on_preflight_error, load_run_config, parse_launch_args, run_phase)
+from mmrmt.utils.test_time_aug import use_test_time_aug
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
@@ -48,6 +49,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--show', action='store_true', help='show the predictions in a window')
     parser.add_argument('--show-dir', help='folder receiving images painted with the predictions')
     parser.add_argument('--wait-time', type=float, default=2, help='seconds each shown image stays')
+    parser.add_argument('--tta', action='store_true',
+                        help="test-time augmentation: the config's tta_pipeline views (scales, "
+                        'flips) merged by its tta_model')
     return parse_launch_args(parser)
 
 
@@ -89,6 +93,8 @@ def main() -> None:
         check_evaluator_files(cfg, ['test_evaluator'])
         if args.show or args.show_dir:
             enable_visualization(cfg, args)
+        if args.tta:  # after the checkpoint check, which compares with the plain model
+            use_test_time_aug(cfg)
     cfg.load_from = args.checkpoint
     if args.out and not is_detection(cfg):
         cfg.test_evaluator.output_dir = args.out

@@ -5,14 +5,14 @@ One tool for MMDetection and MMSegmentation configs: the config's
 build the run. Without CUDA it trains on the CPU, and distributed runs
 (``--launcher pytorch``, see tools/dist_train.sh) use the gloo backend.
 
-    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--auto-scale-lr]
                           [--allow-partial-load] [--cfg-options KEY=VALUE ...]
                           [--launcher pytorch]
 
 Before the run starts it checks the config, the data paths, that the work
 dir can be written, the model's ``Pretrained`` files (readable), and the
-checkpoint the run starts from: readable, a training
-checkpoint for ``--resume``, and holding exactly the model's weights (unless
+checkpoint the run starts from: readable, a training checkpoint for
+``--resume``, and holding exactly the model's weights (unless
 ``--allow-partial-load``). Each problem ends the tool with one line.
 """
 import argparse
@@ -26,6 +26,7 @@ from mmrmt.utils import (PreflightError, add_resume_rng_hook, build_runner, chec
                          check_evaluator_files, check_pretrained_checkpoints, check_run_checkpoint,
                          check_writable, exit_on_preflight_error, latest_checkpoint,
                          load_run_config, parse_launch_args, run_phase)
+from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
@@ -42,6 +43,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         '--amp', action='store_true',
         help='automatic mixed precision (float16 with dynamic loss scaling; needs CUDA)')
+    parser.add_argument(
+        '--auto-scale-lr', action='store_true',
+        help='scale the learning rate by the batch size of the run over the '
+        "config's auto_scale_lr.base_batch_size")
     return parse_launch_args(parser)
 
 
@@ -73,6 +78,8 @@ def main() -> None:
                 raise PreflightError('--amp needs a CUDA device; train without --amp on the CPU')
             cfg.optim_wrapper.type = 'AmpOptimWrapper'
             cfg.optim_wrapper.loss_scale = 'dynamic'
+        if args.auto_scale_lr:
+            enable_auto_scale_lr(cfg)
         check_writable(cfg.work_dir, '--work-dir', is_dir=True)
         check_pretrained_checkpoints(cfg)
         start = set_start_checkpoint(cfg, args.resume)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.upstream_layouts import random_upstream_state_dict
 from mmengine.config import Config
 from tool_process import REPO, load_checkpoint, run_script
-from upstream_layouts import random_upstream_state_dict
 
 from mmrmt.models.backbones import RMT, ResT
 

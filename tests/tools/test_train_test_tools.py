@@ -1,21 +1,11 @@
 """tools/train.py trains detection and segmentation configs and writes
 checkpoints; tools/test.py evaluates them with the configs' metrics."""
 import pickle
-import re
 
 import numpy as np
-import pytest
 from PIL import Image
-from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, load_checkpoint,
+from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, load_checkpoint, metric,
                           run_tool, seg_data_options)
-
-METRIC = r'{}: (-?\d+\.\d+)'
-
-
-def metric(output: str, name: str) -> float:
-    found = re.findall(METRIC.format(re.escape(name)), output)
-    assert found, f'{name} not printed:\n{output[-2000:]}'
-    return float(found[-1])
 
 
 def test_train_writes_detection_checkpoints(det_work_dir):
@@ -38,14 +28,6 @@ def test_test_prints_coco_map_and_dumps(det_work_dir, demo_root, tmp_path):
     assert len(predictions) == 8
     assert {'bboxes', 'labels', 'scores', 'masks'} <= set(predictions[0]['pred_instances'])
     assert len(list(show.glob('*.jpg'))) == 8
-
-
-@pytest.fixture(scope='module')
-def seg_work_dir(demo_root, tmp_path_factory):
-    work_dir = tmp_path_factory.mktemp('seg_train')
-    check_ok(run_tool(['train.py', SEG_CONFIG, '--work-dir', work_dir, '--cfg-options',
-                       'train_cfg.val_interval=100', *seg_data_options(demo_root)]))
-    return work_dir
 
 
 def test_segmentation_train_then_test_prints_miou(seg_work_dir, demo_root, tmp_path):

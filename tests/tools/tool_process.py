@@ -1,5 +1,6 @@
 """Run the repository's tools in subprocesses, as a user would, on the demo data."""
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -55,6 +56,13 @@ def free_port() -> int:
 
 def check_ok(result: subprocess.CompletedProcess) -> None:
     assert result.returncode == 0, f'tool failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}'
+
+
+def metric(output: str, name: str) -> float:
+    """The last value of metric ``name`` a tool printed."""
+    found = re.findall(rf'{re.escape(name)}: (-?\d+\.\d+)', output)
+    assert found, f'{name} not printed:\n{output[-2000:]}'
+    return float(found[-1])
 
 
 def load_checkpoint(path: Path) -> dict:

@@ -18,7 +18,7 @@ from mmengine.config import Config, ConfigDict
 
 from mmrmt.checkpoint import extract_state_dict, load_pretrained, read_checkpoint
 from mmrmt.checkpoint.loading import written_by_mmengine
-from mmrmt.models.layers import PyramidBackbone
+from mmrmt.models.backbones.base_backbone import PyramidBackbone
 from mmrmt.utils import PreflightError, check_new_file, replaced_atomically
 
 StateDict = Dict[str, torch.Tensor]

@@ -1,0 +1,207 @@
+"""Behaviour every mmrmt backbone shares: outputs, freezing, norm_eval, loading."""
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+from mmengine.model import BaseModule
+from torch import nn
+from torch.nn.modules.batchnorm import _BatchNorm
+from torch.utils.checkpoint import checkpoint
+
+from mmrmt.checkpoint import load_pretrained
+from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, check_arg
+
+
+class PyramidBackbone(BaseModule):
+    """Base class of the backbones: everything but the network itself.
+
+    A subclass builds its modules, then calls :meth:`_freeze_stages`, and
+    implements :meth:`_frozen_modules` (what ``frozen_stages=k`` stops) and
+    :meth:`_init_default_weights`. The LayerNorm of each emitted stage is
+    :meth:`output_norm` (``extra_norms[str(stage)]`` unless overridden);
+    :meth:`_frozen_modules` lists those of frozen stages with
+    :meth:`frozen_output_norms`. It sets the class attributes
+    ``dropped_checkpoint_prefixes`` (classifier keys of ImageNet files) and
+    ``new_checkpoint_prefixes`` (its keys that such files cannot have).
+
+    Every argument is checked here, once for all backbones (a subclass checks
+    its ``arch`` with :func:`resolve_arch`); a bad one raises a one-line
+    ``TypeError`` or ``ValueError`` naming it and the values allowed. Each
+    forward pass starts with :meth:`check_input`, which refuses, among
+    others, an empty batch.
+
+    Args:
+        in_channels (int): Channels of the input images, >= 1.
+        num_stages (int): Number of stages (levels) the backbone can emit.
+        out_indices (int | Sequence[int]): Distinct stages whose features are
+            returned; negative indices count from the end.
+        frozen_stages (int): -1 freezes nothing, 0 the stem, k the stem and
+            the first k stages (their parameters stop learning and their
+            norm layers stay in eval mode); at most ``num_stages``.
+        norm_eval (bool): Keep BatchNorm layers in eval mode while training.
+        with_cp (bool): Trade compute for memory with activation checkpointing.
+        init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
+            loads an upstream ImageNet checkpoint; ``prefix`` may select a
+            sub-module of a bigger checkpoint.
+        drop_path_rate (float): Stochastic depth rate of the last block, in
+            [0, 1).
+        norm_cfg (dict): Config of the backbone's BatchNorm-like layers.
+    """
+
+    dropped_checkpoint_prefixes: Tuple[str, ...] = ()
+    new_checkpoint_prefixes: Tuple[str, ...] = ()
+
+    def __init__(self,
+                 in_channels: int,
+                 num_stages: int,
+                 out_indices: Union[int, Sequence[int]],
+                 frozen_stages: int,
+                 norm_eval: bool,
+                 with_cp: bool,
+                 init_cfg: Optional[dict] = None,
+                 *,
+                 drop_path_rate: float,
+                 norm_cfg: dict) -> None:
+        name = type(self).__name__
+        check_arg(name, 'in_channels', in_channels, POSITIVE_INT)
+        out_indices = self._stage_indices(out_indices, num_stages)
+        check_arg(name, 'frozen_stages', frozen_stages,
+                  ArgKind(INT, lambda value: -1 <= value <= num_stages,
+                          f'an int in [-1, {num_stages}] (-1: none, 0: the stem, k: the stem and '
+                          'the first k stages)'))
+        check_arg(name, 'drop_path_rate', drop_path_rate, DROP_RATE)
+        check_arg(name, 'norm_eval', norm_eval, BOOL)
+        check_arg(name, 'with_cp', with_cp, BOOL)
+        if not isinstance(norm_cfg, dict) or not isinstance(norm_cfg.get('type'), str):
+            raise TypeError(f"{name}: norm_cfg must be a dict with a 'type', e.g. dict(type='BN') or "
+                            f"dict(type='SyncBN', requires_grad=True), got {norm_cfg!r}.")
+        self._check_init_cfg(init_cfg)
+        super().__init__(init_cfg=init_cfg)
+        self.in_channels = in_channels
+        self.num_stages = num_stages
+        self.out_indices = out_indices
+        self.frozen_stages = frozen_stages
+        self.norm_eval = norm_eval
+        self.with_cp = with_cp
+
+    def _stage_indices(self, out_indices: Union[int, Sequence[int]], num_stages: int) -> Tuple[int, ...]:
+        """``out_indices`` as ascending stage indices, negative ones counted from the end."""
+        indices = (out_indices, ) if isinstance(out_indices, int) else out_indices
+        if (not isinstance(indices, Sequence) or isinstance(indices, str) or not indices
+                or any(not isinstance(i, int) or isinstance(i, bool) or not -num_stages <= i < num_stages
+                       for i in indices)
+                or len({i % num_stages for i in indices}) != len(indices)):
+            raise ValueError(f'{type(self).__name__}: out_indices must be distinct stage indices in '
+                             f'[0, {num_stages - 1}] (negative ones count from the end), got {out_indices!r}.')
+        return tuple(sorted(i % num_stages for i in indices))
+
+    def _check_init_cfg(self, init_cfg: Optional[dict]) -> None:
+        """Accept None or ``dict(type='Pretrained', checkpoint=PATH[, prefix=STR])`` only."""
+        if init_cfg is None:
+            return
+        allowed = ('type', 'checkpoint', 'prefix')
+        if (not isinstance(init_cfg, dict) or init_cfg.get('type') != 'Pretrained'
+                or not isinstance(init_cfg.get('checkpoint'), str) or not init_cfg['checkpoint']
+                or not isinstance(init_cfg.get('prefix', ''), str) or set(init_cfg) - set(allowed)):
+            raise ValueError(f"{type(self).__name__}: init_cfg must be None or dict(type='Pretrained', "
+                             f"checkpoint=PATH_OR_URL) with an optional prefix=STR (keys {list(allowed)}), "
+                             f'got {init_cfg!r}.')
+
+    # --- to be provided by subclasses ---------------------------------------
+    def _frozen_modules(self) -> List[nn.Module]:
+        """The modules ``frozen_stages`` stops, stem first."""
+        raise NotImplementedError
+
+    def _init_default_weights(self) -> None:
+        """Initialise from scratch (no pretrained checkpoint)."""
+        raise NotImplementedError
+
+    # --- shared behaviour ---------------------------------------------------
+    def output_norm(self, stage: int) -> nn.Module:
+        """The LayerNorm applied to the emitted feature of ``stage``."""
+        return self.extra_norms[str(stage)]
+
+    def frozen_output_norms(self) -> List[nn.Module]:
+        """Output norms of the frozen stages, for :meth:`_frozen_modules`."""
+        return [self.output_norm(i) for i in self.out_indices if i < self.frozen_stages]
+
+    def emit(self, stage: int, x: torch.Tensor) -> torch.Tensor:
+        """Normalise a channels-last (B, h, w, C) stage output; return (B, C, h, w)."""
+        return self.output_norm(stage)(x).permute(0, 3, 1, 2).contiguous()
+
+    def check_input(self, x: torch.Tensor) -> None:
+        """Fail clearly unless ``x`` is a (B, in_channels, H, W) float tensor the model can take.
+
+        Reads only the tensor's metadata. An empty input (B, H or W = 0) is
+        refused by every backbone rather than passed through: no detector or
+        segmentor sends one, and in training BatchNorm would take statistics
+        of nothing. The dtype must be floating point and the model's (under
+        ``torch.autocast``, any floating dtype), the device the model's.
+
+        Raises:
+            TypeError: Not a tensor, not floating point, or another dtype.
+            ValueError: Another shape or channel count, an empty input, or
+                another device.
+        """
+        name = type(self).__name__
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f'{name} expects a (B, {self.in_channels}, H, W) torch.Tensor, '
+                            f'got {type(x).__name__}.')
+        if x.dim() != 4 or x.shape[1] != self.in_channels:
+            raise ValueError(f'{name} expects (B, {self.in_channels}, H, W) inputs '
+                             f'(in_channels={self.in_channels}), got {tuple(x.shape)}.')
+        if x.shape[0] == 0 or x.shape[2] == 0 or x.shape[3] == 0:
+            raise ValueError(f'{name}: the input {tuple(x.shape)} is empty; pass at least one image '
+                             'of at least 1x1 pixels (an empty batch is refused, not passed through).')
+        if not x.is_floating_point():
+            raise TypeError(f'{name}: the input dtype {x.dtype} is not floating point; convert the '
+                            'images first, e.g. x.float() (normalised as the data preprocessor does).')
+        weight = next(self.parameters())
+        if x.dtype != weight.dtype and not torch.is_autocast_enabled(x.device.type):
+            raise TypeError(f'{name}: the input dtype {x.dtype} differs from the model dtype '
+                            f'{weight.dtype}; convert one to the other (x.to({weight.dtype}) or '
+                            f'model.to({x.dtype})) or run under torch.autocast.')
+        if x.device != weight.device:
+            raise ValueError(f'{name}: the input is on {x.device} but the model on {weight.device}; '
+                             f"move one to the other (x.to('{weight.device}')).")
+
+    def run_block(self, block: nn.Module, *args) -> torch.Tensor:
+        """Call ``block``, through activation checkpointing when ``with_cp``."""
+        if self.with_cp and self.training and torch.is_grad_enabled():
+            return checkpoint(block, *args, use_reentrant=False)
+        return block(*args)
+
+    def _freeze_stages(self) -> None:
+        for module in self._frozen_modules():
+            module.eval()
+            for param in module.parameters():
+                param.requires_grad = False
+
+    def train(self, mode: bool = True) -> 'PyramidBackbone':
+        """Switch mode, keeping frozen stages and (with norm_eval) BN in eval."""
+        super().train(mode)
+        self._freeze_stages()
+        if mode and self.norm_eval:
+            for module in self.modules():
+                if isinstance(module, _BatchNorm):
+                    module.eval()
+        return self
+
+    def init_weights(self) -> None:
+        """Load the ``Pretrained`` checkpoint of ``init_cfg``, or initialise."""
+        if self.init_cfg is None:
+            self._init_default_weights()
+        else:
+            load_pretrained(
+                self,
+                self.init_cfg['checkpoint'],
+                dropped_prefixes=self.dropped_checkpoint_prefixes,
+                new_prefixes=self.new_checkpoint_prefixes,
+                prefix=self.init_cfg.get('prefix', ''),
+                convert=self.convert_checkpoint,
+                before_load=self._init_default_weights)
+        self._is_init = True
+
+    @staticmethod
+    def convert_checkpoint(state_dict: dict) -> dict:
+        """Adapt a checkpoint's layout to this backbone's; identity by default."""
+        return state_dict
