@@ -7,6 +7,7 @@ either library finds them by ``type`` after
 fails to import raises its own error: only an absent one is skipped.
 """
 from importlib import import_module
+from importlib.util import find_spec
 from typing import List, Type
 
 from mmengine.registry import Registry
@@ -21,13 +22,8 @@ def installed_model_registries() -> List[Registry]:
     Raises:
         ImportError: Neither library is installed.
     """
-    registries = []
-    for library in TARGET_LIBRARIES:
-        try:
-            registries.append(import_module(f'{library}.registry').MODELS)
-        except ModuleNotFoundError as error:
-            if error.name != library:  # installed, but something it needs is missing
-                raise
+    registries = [import_module(f'{library}.registry').MODELS
+                  for library in TARGET_LIBRARIES if find_spec(library) is not None]
     if not registries:
         raise ImportError('mmrmt needs MMDetection or MMSegmentation: install mmdet>=3.3 '
                           'or mmsegmentation>=1.2 (see requirements/runtime.txt)')

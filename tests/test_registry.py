@@ -7,19 +7,10 @@ import textwrap
 import pytest
 
 BLOCK_AND_IMPORT = textwrap.dedent('''
-    import importlib.abc, sys
+    import sys
 
-    class Absent(importlib.abc.MetaPathFinder):
-        """Makes the given top-level packages look uninstalled."""
-
-        def __init__(self, names):
-            self.names = names
-
-        def find_spec(self, fullname, path=None, target=None):
-            if fullname.split('.')[0] in self.names:
-                raise ModuleNotFoundError(f'No module named {fullname!r}', name=fullname)
-
-    sys.meta_path.insert(0, Absent(sys.argv[1:]))
+    for name in sys.argv[1:]:  # as if not installed: importing them raises ModuleNotFoundError
+        sys.modules[name] = None
     import mmrmt
     from mmrmt.models.backbones import RMT, ResMLP, ResT
 ''')
@@ -28,7 +19,6 @@ BLOCK_AND_IMPORT = textwrap.dedent('''
 CHECK_REGISTERED_IN = textwrap.dedent('''
     from {present}.registry import MODELS
     assert [MODELS.get(cls.__name__) for cls in (RMT, ResT, ResMLP)] == [RMT, ResT, ResMLP]
-    assert {absent!r} not in sys.modules
     print('registered in {present}')
 ''')
 
@@ -41,7 +31,7 @@ def run_without(libraries, checks: str = '') -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize('absent,present', [('mmseg', 'mmdet'), ('mmdet', 'mmseg')])
 def test_import_with_one_library_registers_in_it(absent, present):
-    result = run_without([absent], CHECK_REGISTERED_IN.format(absent=absent, present=present))
+    result = run_without([absent], CHECK_REGISTERED_IN.format(present=present))
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == f'registered in {present}'
 

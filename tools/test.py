@@ -78,6 +78,8 @@ def main() -> None:
     args = parse_args()
     with exit_on_preflight_error():
         cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
+        if args.tta:
+            use_test_time_aug(cfg)
         check_writable(cfg.work_dir, '--work-dir', is_dir=True)
         if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
             raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
@@ -93,8 +95,6 @@ def main() -> None:
         check_evaluator_files(cfg, ['test_evaluator'])
         if args.show or args.show_dir:
             enable_visualization(cfg, args)
-        if args.tta:  # after the checkpoint check, which compares with the plain model
-            use_test_time_aug(cfg)
     cfg.load_from = args.checkpoint
     if args.out and not is_detection(cfg):
         cfg.test_evaluator.output_dir = args.out

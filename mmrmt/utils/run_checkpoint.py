@@ -10,10 +10,12 @@ each of its weights in the file, with the same shape, and nothing more
 (``--allow-partial-load`` skips that last check for deliberate partial loads).
 """
 import os.path as osp
+import warnings
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from mmengine.config import Config
+from mmengine.model import BaseTTAModel
 from mmengine.registry import MODELS, init_default_scope
 from mmengine.runner import find_latest_checkpoint
 
@@ -102,9 +104,19 @@ def check_pretrained_checkpoints(cfg: Config) -> None:
 
 
 def config_model_shapes(cfg: Config) -> Dict[str, torch.Size]:
-    """The shapes of the weights of the model ``cfg`` describes (built, then dropped)."""
+    """The shapes of the weights of the model ``cfg`` describes (built, then dropped).
+
+    A test-time augmentation wrapper (``--tta``) counts as the model it
+    wraps, whose weights a checkpoint holds. The build is silent: the run
+    builds the model again, with its warnings, in its log.
+    """
     init_default_scope(cfg.get('default_scope', 'mmengine'))
-    return shapes(MODELS.build(cfg.model).state_dict())
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        model = MODELS.build(cfg.model)
+    if isinstance(model, BaseTTAModel):
+        model = model.module
+    return shapes(model.state_dict())
 
 
 def check_run_checkpoint(cfg: Config, path: str, role: str, resume: bool = False,
