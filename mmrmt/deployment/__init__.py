@@ -4,10 +4,10 @@ onnx, onnxruntime and onnxscript come with the ``deploy`` extra
 (``pip install -e .[deploy]``); they are imported only when used.
 """
 from .onnx_export import EXPORTERS, check_opset, export_onnx
-from .roi_extractor import export_roi_extractors
+from .export_forms import export_forms
 from .tensor_mode import MIN_DYNAMIC_SIZE, TensorModeModel
 from .verify import compare_with_onnxruntime, demo_image, relative_difference, verification_inputs
 
 __all__ = ['EXPORTERS', 'MIN_DYNAMIC_SIZE', 'TensorModeModel', 'check_opset', 'compare_with_onnxruntime',
-           'demo_image', 'export_onnx', 'export_roi_extractors', 'relative_difference',
+           'demo_image', 'export_onnx', 'export_forms', 'relative_difference',
            'verification_inputs']

@@ -3,12 +3,11 @@ import os
 import os.path as osp
 import tempfile
 import warnings
-from contextlib import nullcontext
 from typing import Optional, Tuple
 
 import torch
 
-from .roi_extractor import export_roi_extractors
+from .export_forms import export_forms
 from .tensor_mode import TensorModeModel, dynamic_axes, dynamic_shapes
 
 #: Exporter name -> (lowest supported opset, default opset). The TorchScript
@@ -53,9 +52,8 @@ def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: 
     directory = osp.dirname(osp.abspath(path))
     handle, temporary = tempfile.mkstemp(suffix='.onnx.tmp', dir=directory)
     os.close(handle)
-    rois = export_roi_extractors(model.model) if model.kind == 'two_stage' else nullcontext()
     try:
-        with torch.no_grad(), rois, warnings.catch_warnings():
+        with torch.no_grad(), export_forms(model.model), warnings.catch_warnings():
             warnings.filterwarnings('ignore', category=torch.jit.TracerWarning)
             warnings.filterwarnings('ignore', message='You are using the legacy TorchScript')
             if exporter == 'torchscript':
