@@ -33,7 +33,8 @@ DEPLOY_HINT = 'install the deploy extra: pip install -e ".[deploy]"'
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config', help='config file')
-    parser.add_argument('--weights', help='checkpoint to load (default: random weights)')
+    parser.add_argument('--weights', help='checkpoint to load (default: initialised weights, no '
+                        'pretrained backbone)')
     parser.add_argument('--shape', type=int, nargs=2, required=True, metavar=('H', 'W'),
                         help='input size the graph is traced at')
     parser.add_argument('--dynamic', action='store_true',
@@ -105,17 +106,22 @@ def one_line(error: BaseException) -> str:
 
 
 def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
-    """The config's model on the CPU in eval mode, BN for SyncBN, with ``weights`` loaded strictly."""
+    """The config's model on the CPU in eval mode, BN for SyncBN, with ``weights`` loaded strictly.
+
+    Without ``weights``: the initialisation a training run starts from, but
+    for the backbone's pretrained checkpoint (nothing is downloaded).
+    """
     from mmengine.registry import MODELS, init_default_scope
     from mmengine.runner import load_checkpoint
 
     import mmrmt  # noqa: F401  (registers the backbones)
     revert_sync_bn_when_single(cfg, distributed=False)
     init_default_scope(cfg.get('default_scope', 'mmdet'))
-    if weights is not None:  # the checkpoint replaces any pretrained backbone
-        cfg.model.backbone.pop('init_cfg', None)
+    cfg.model.backbone.pop('init_cfg', None)
     model = MODELS.build(cfg.model)
-    if weights is not None:
+    if weights is None:
+        model.init_weights()
+    else:
         try:
             with allow_mmengine_checkpoints():
                 load_checkpoint(model, weights, map_location='cpu', strict=True, logger='silent')
