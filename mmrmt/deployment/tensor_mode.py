@@ -52,7 +52,7 @@ class TensorModeModel(nn.Module):
     @staticmethod
     def model_kind(model: nn.Module) -> str:
         """'backbone', 'two_stage', 'single_stage' or 'segmentor'; ValueError for anything else."""
-        from mmrmt.models.layers import PyramidBackbone
+        from mmrmt.models.backbones.base_backbone import PyramidBackbone
         if isinstance(model, PyramidBackbone):
             return 'backbone'
         if hasattr(model, 'roi_head') and hasattr(model, 'rpn_head'):
