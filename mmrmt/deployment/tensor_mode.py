@@ -14,7 +14,7 @@ What gets exported, per kind of model (mmdet's ``_forward`` and mmseg's
   it in ``rpn_head.predict_by_feat``;
 * a segmentor: the decode head's logits, ``seg_logits``, at 1/4 of the input.
 """
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -75,7 +75,7 @@ class TensorModeModel(nn.Module):
         return self.kind != 'two_stage'
 
     def example_inputs(self, height: int, width: int, batch: int = 1,
-                       generator: torch.Generator = None) -> Tuple[torch.Tensor, ...]:
+                       generator: Optional[torch.Generator] = None) -> Tuple[torch.Tensor, ...]:
         """Random inputs: normal images and, for two-stage detectors, 40 proposals."""
         image = torch.randn(batch if self.batch_is_dynamic else 1, 3, height, width, generator=generator)
         if self.kind != 'two_stage':
@@ -105,7 +105,8 @@ class TensorModeModel(nn.Module):
         return rpn_tensors + roi_tensors, rpn_names + roi_names
 
 
-def random_proposals(count: int, height: int, width: int, generator: torch.Generator = None) -> torch.Tensor:
+def random_proposals(count: int, height: int, width: int,
+                     generator: Optional[torch.Generator] = None) -> torch.Tensor:
     """``count`` (x1, y1, x2, y2) boxes inside a (height, width) image, of all sizes."""
     corners = torch.rand(count, 2, 2, generator=generator) * torch.tensor([width, height])
     return torch.cat((corners.min(1).values, corners.max(1).values + 1), 1)

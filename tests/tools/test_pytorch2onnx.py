@@ -18,7 +18,8 @@ DIFFERENCE = re.compile(r'^onnxruntime vs torch, max \|difference\| / max \|valu
 
 
 @pytest.mark.parametrize('config,inputs,outputs', [
-    ('retinanet_rmt-t_fpn_1x_coco.py', ['image'], [f'head_{i}_{level}' for i in (0, 1) for level in range(5)]),
+    ('retinanet_rmt-t_fpn_1x_coco.py', ['image'],
+     [f'head_{i}_{level}' for i in (0, 1) for level in range(5)]),
     ('mask-rcnn_rmt-t_fpn_1x_coco.py', ['image', 'proposals'],
      [f'rpn_{i}_{level}' for i in (0, 1) for level in range(5)] + ['roi_0', 'roi_1', 'roi_2']),
     ('upernet_rmt-t_4xb4-160k_ade20k-512x512.py', ['image'], ['seg_logits']),
@@ -100,7 +101,8 @@ def test_existing_output_needs_force(tmp_path, capsys):
 
 
 @pytest.mark.parametrize('args,expected', [
-    (['--exporter', 'dynamo', '--opset', '11'], 'error: the dynamo exporter writes opsets 18 to 20, got --opset 11'),
+    (['--exporter', 'dynamo', '--opset', '11'],
+     'error: the dynamo exporter writes opsets 18 to 20, got --opset 11'),
     (['--dynamic', '--shape', 16, 64], 'error: --shape must be at least 32 (H W) with --dynamic, got 16 64'),
 ])
 def test_bad_export_settings(args, expected, tmp_path, capsys):
