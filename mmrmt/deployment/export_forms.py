@@ -2,14 +2,14 @@
 
 :func:`export_forms` switches them on for the duration of an export:
 
-* RoI pooling: mmdet's ``SingleRoIExtractor`` gathers each pyramid level's RoIs with
-``nonzero`` and skips empty levels in Python, and pools them with mmcv's
-``RoIAlign``, whose ONNX form predates opset 13 and does not reproduce its
-``aligned=True`` sampling. While a model is exported, :func:`export_roi_extractors`
-has every such extractor pool all RoIs on every level with torchvision's
-``roi_align`` (the same bilinear average as mmcv's, exported as ONNX RoiAlign
-with half-pixel coordinates) and keep, per RoI, the result of its level:
-the same features, from a graph without data-dependent shapes.
+* RoI pooling: mmdet's ``SingleRoIExtractor`` gathers each pyramid level's
+  RoIs with ``nonzero``, skips empty levels in Python, and pools with mmcv's
+  ``RoIAlign``, whose ONNX form predates opset 13 and does not reproduce its
+  ``aligned=True`` sampling. :func:`pool_rois_on_their_levels` pools all RoIs
+  on every level with torchvision's ``roi_align`` (the same bilinear average
+  as mmcv's, exported as ONNX RoiAlign with half-pixel coordinates) and
+  keeps, per RoI, the result of its level: the same features, from a graph
+  without data-dependent shapes.
 * Adaptive average pooling (UperNet's pyramid pooling): the TorchScript
   exporter exports ``AdaptiveAvgPool2d`` only for a fixed input size that
   its output size divides; :func:`adaptive_average_pool` averages each
