@@ -24,7 +24,7 @@ Examples::
         --batch 1 --shape 800 1216 --mode train --repeats 3
     python tools/analysis_tools/benchmark.py configs/rmt/mask-rcnn_rmt-t_fpn_1x_coco.py \\
         --impl fast reference --batch 2 --shape 800 1216 --device cuda --amp bf16
-    python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast --batch 16 --shape 224 224 \
+    python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast --batch 16 --shape 224 224 \\
         --mode infer --onnx rmt-t.onnx
 """
 import argparse
