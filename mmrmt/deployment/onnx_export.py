@@ -44,7 +44,7 @@ def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: 
         opset (int, optional): ONNX opset; by default 17 for TorchScript and
             18 for dynamo.
         dynamic (bool): Accept any batch (but for two-stage detectors) and
-            any image size of at least 32 pixels, and any number of proposals.
+            any image size of at least 64 pixels, and any number of proposals.
     """
     opset = check_opset(exporter, opset)
     model.eval()

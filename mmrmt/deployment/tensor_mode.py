@@ -19,8 +19,9 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-#: Image sizes the exported graphs accept at least (one token on the 1/32 grid).
-MIN_DYNAMIC_SIZE = 32
+#: Image sizes dynamic graphs accept at least: two tokens on the 1/32 grid
+#: (torch.export takes a dimension of size 1 for a constant).
+MIN_DYNAMIC_SIZE = 64
 
 
 def flatten_outputs(outputs, prefix: str) -> Tuple[List[torch.Tensor], List[str]]:
@@ -130,6 +131,6 @@ def dynamic_shapes(model: TensorModeModel, max_size: int = 8192) -> Sequence[dic
              3: Dim('width', min=MIN_DYNAMIC_SIZE, max=max_size)}
     if model.batch_is_dynamic:
         image[0] = Dim('batch', min=1, max=1024)
-    if model.kind == 'two_stage':
-        return image, {0: Dim('num_proposals', min=1, max=100000)}
+    if model.kind == 'two_stage':  # ``*proposals`` of forward(): a tuple of one
+        return image, ({0: Dim('num_proposals', min=2, max=100000)}, )
     return (image, )

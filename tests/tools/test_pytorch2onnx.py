@@ -8,13 +8,30 @@ import sys
 import onnx
 import pytest
 import torch
-from tool_process import DET_CONFIG, REPO, check_ok, run_tool
+from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, run_tool
 
 sys.path.insert(0, str(REPO / 'tools' / 'deployment'))
 import pytorch2onnx  # noqa: E402
 
 TOOL = 'deployment/pytorch2onnx.py'
 DIFFERENCE = re.compile(r'^onnxruntime vs torch, max \|difference\| / max \|value\|: (\S+) \((.+)\)$', re.M)
+
+
+def assert_verified(result) -> None:
+    """The tool succeeded and printed onnxruntime's agreement at the three sizes."""
+    check_ok(result)
+    differences = {description: float(value) for value, description in DIFFERENCE.findall(result.stdout)}
+    # random and demo images at the traced size, a larger one and an odd one
+    assert set(differences) == {f'{kind} {size}' for kind in ('random', 'demo picture')
+                                for size in ('64x96', '128x128', '77x123')}
+    assert max(differences.values()) < 1e-4, differences
+
+
+@pytest.mark.parametrize('config', [DET_CONFIG, SEG_CONFIG], ids=['mask-rcnn', 'upernet'])
+def test_dynamo_exporter_exports_whole_models(config, tmp_path):
+    """Two-stage detectors and segmentors also export with the dynamo exporter (tiny RMTs)."""
+    assert_verified(run_tool([TOOL, config, '--shape', 64, 96, '--dynamic', '--exporter', 'dynamo',
+                              '--out', tmp_path / 'model.onnx', '--verify'], timeout=900))
 
 
 @pytest.mark.parametrize('config,inputs,outputs', [
@@ -28,12 +45,7 @@ def test_tensor_mode_export_agrees_in_onnxruntime(config, inputs, outputs, tmp_p
     out = tmp_path / 'model.onnx'
     result = run_tool([TOOL, REPO / 'configs' / 'rmt' / config, '--shape', 64, 96, '--dynamic', '--out', out,
                        '--verify'], timeout=900)
-    check_ok(result)
-    differences = {description: float(value) for value, description in DIFFERENCE.findall(result.stdout)}
-    # random and demo images at the traced size, a larger one and an odd one
-    assert set(differences) == {f'{kind} {size}' for kind in ('random', 'demo picture')
-                                for size in ('64x96', '128x128', '77x123')}
-    assert max(differences.values()) < 1e-4, differences
+    assert_verified(result)
     graph = onnx.load(str(out), load_external_data=False).graph
     assert [value.name for value in graph.input] == inputs
     assert [value.name for value in graph.output] == outputs
@@ -103,7 +115,7 @@ def test_existing_output_needs_force(tmp_path, capsys):
 @pytest.mark.parametrize('args,expected', [
     (['--exporter', 'dynamo', '--opset', '11'],
      'error: the dynamo exporter writes opsets 18 to 20, got --opset 11'),
-    (['--dynamic', '--shape', 16, 64], 'error: --shape must be at least 32 (H W) with --dynamic, got 16 64'),
+    (['--dynamic', '--shape', 16, 64], 'error: --shape must be at least 64 (H W) with --dynamic, got 16 64'),
 ])
 def test_bad_export_settings(args, expected, tmp_path, capsys):
     shape = [] if '--shape' in args else ['--shape', 64, 64]

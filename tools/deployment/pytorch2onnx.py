@@ -17,7 +17,8 @@ import importlib.util
 import os
 import os.path as osp
 import sys
-from typing import List, Optional, Sequence, Tuple
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from mmengine.config import Config, DictAction
@@ -105,6 +106,19 @@ def one_line(error: BaseException) -> str:
     return ' '.join(str(error).split()) or type(error).__name__
 
 
+@contextmanager
+def quiet_mmengine_log() -> Iterator[None]:
+    """Within the context, mmengine logs warnings only (``init_weights`` logs every parameter)."""
+    from mmengine.logging import MMLogger
+    logger = MMLogger.get_current_instance()
+    level = logger.level
+    logger.setLevel('WARNING')
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
     """The config's model on the CPU in eval mode, BN for SyncBN, with ``weights`` loaded strictly.
 
@@ -120,7 +134,8 @@ def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
     cfg.model.backbone.pop('init_cfg', None)
     model = MODELS.build(cfg.model)
     if weights is None:
-        model.init_weights()
+        with quiet_mmengine_log():
+            model.init_weights()
     else:
         try:
             with allow_mmengine_checkpoints():
