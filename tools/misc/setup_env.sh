@@ -100,10 +100,10 @@ fi
 # Reinstall the Python dependencies whenever their declarations change.
 STAMP=$VENV/.mmrmt-requirements
 wanted=$(cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, ftfy, regex, mmrmt"; then
-    log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable)"
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, ftfy, regex, onnx, onnxruntime, onnxscript, mmrmt"; then
+    log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable, with its deploy extra)"
     "${PIP_INSTALL[@]}" -q -r "$ROOT/requirements/runtime.txt" -r "$ROOT/requirements/tests.txt"
-    "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT"
+    "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT[deploy]"
     echo "$wanted" > "$STAMP"
 fi
 
