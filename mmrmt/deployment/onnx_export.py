@@ -1,12 +1,10 @@
 """Write a :class:`TensorModeModel` to an ONNX file with either of torch's exporters."""
-import os
-import os.path as osp
-import tempfile
 import warnings
 from typing import Optional, Tuple
 
 import torch
 
+from mmrmt.utils import replaced_atomically
 from .export_forms import export_forms
 from .tensor_mode import TensorModeModel, dynamic_axes, dynamic_shapes
 
@@ -49,22 +47,15 @@ def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: 
     opset = check_opset(exporter, opset)
     model.eval()
     names = dict(input_names=model.input_names, output_names=model.output_names(*inputs))
-    directory = osp.dirname(osp.abspath(path))
-    handle, temporary = tempfile.mkstemp(suffix='.onnx.tmp', dir=directory)
-    os.close(handle)
-    try:
-        with torch.no_grad(), export_forms(model.model), warnings.catch_warnings():
-            warnings.filterwarnings('ignore', category=torch.jit.TracerWarning)
-            warnings.filterwarnings('ignore', message='You are using the legacy TorchScript')
-            if exporter == 'torchscript':
-                torch.onnx.export(model, inputs, temporary, dynamo=False, opset_version=opset,
-                                  dynamic_axes=dynamic_axes(model) if dynamic else None, **names)
-            else:
-                program = torch.onnx.export(model, inputs, dynamo=True, opset_version=opset,
-                                            dynamic_shapes=dynamic_shapes(model) if dynamic else None,
-                                            verbose=False, **names)
-                program.save(temporary)
-        os.replace(temporary, path)
-    finally:
-        if osp.exists(temporary):
-            os.remove(temporary)
+    with replaced_atomically(path) as temporary, torch.no_grad(), export_forms(model.model), \
+            warnings.catch_warnings():
+        warnings.filterwarnings('ignore', category=torch.jit.TracerWarning)
+        warnings.filterwarnings('ignore', message='You are using the legacy TorchScript')
+        if exporter == 'torchscript':
+            torch.onnx.export(model, inputs, temporary, dynamo=False, opset_version=opset,
+                              dynamic_axes=dynamic_axes(model) if dynamic else None, **names)
+        else:
+            program = torch.onnx.export(model, inputs, dynamo=True, opset_version=opset,
+                                        dynamic_shapes=dynamic_shapes(model) if dynamic else None,
+                                        verbose=False, **names)
+            program.save(temporary)

@@ -108,7 +108,7 @@ def test_existing_output_needs_force(tmp_path, capsys):
     out = tmp_path / 'model.onnx'
     out.write_bytes(b'a user file')
     message = exit_line([DET_CONFIG, '--shape', 64, 64, '--out', out], capsys)
-    assert message == f'error: --out exists: {out} (pass --force to overwrite it)'
+    assert message == f'error: --out {out} exists; choose another path, or add --force to replace it'
     assert out.read_bytes() == b'a user file'
 
 

@@ -14,7 +14,6 @@ Examples::
 """
 import argparse
 import importlib.util
-import os
 import os.path as osp
 import sys
 from contextlib import contextmanager
@@ -25,8 +24,8 @@ from mmengine.config import Config, DictAction
 
 from mmrmt.deployment import (EXPORTERS, MIN_DYNAMIC_SIZE, TensorModeModel, check_opset,
                               compare_with_onnxruntime, export_onnx, verification_inputs)
-from mmrmt.utils import (PreflightError, allow_mmengine_checkpoints, check_checkpoint_file,
-                         check_config_file, revert_sync_bn_when_single)
+from mmrmt.utils import (PreflightError, check_new_file, read_config, read_run_checkpoint,
+                         revert_sync_bn_when_single)
 
 DEPLOY_HINT = 'install the deploy extra: pip install -e ".[deploy]"'
 
@@ -57,16 +56,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 def check_output_file(path: str, force: bool) -> None:
-    """Fail unless ``path`` can be written: its folder exists and is writable, no file in the way."""
+    """Fail unless ``path`` can be written in an existing folder without replacing a file unasked."""
+    check_new_file(path, '--out', force)
     folder = osp.dirname(osp.abspath(path))
-    if osp.isdir(path):
-        raise PreflightError(f'--out is a folder: {path} (give a file name, e.g. {path}/model.onnx)')
-    if osp.exists(path) and not force:
-        raise PreflightError(f'--out exists: {path} (pass --force to overwrite it)')
     if not osp.isdir(folder):
         raise PreflightError(f'the folder of --out does not exist: {folder}')
-    if not os.access(folder, os.W_OK):
-        raise PreflightError(f'the folder of --out is not writable: {folder}')
 
 
 def check_modules(names: Sequence[str]) -> None:
@@ -77,8 +71,9 @@ def check_modules(names: Sequence[str]) -> None:
 
 def preflight(args: argparse.Namespace) -> Config:
     """Check every input before anything is built; return the config."""
-    check_config_file(args.config)
-    check_checkpoint_file(args.weights, '--weights checkpoint')
+    cfg = read_config(args.config)
+    if args.weights is not None:
+        read_run_checkpoint(args.weights, '--weights checkpoint')
     check_output_file(args.out, args.force)
     low = MIN_DYNAMIC_SIZE if args.dynamic else 1
     if min(args.shape) < low:
@@ -90,20 +85,12 @@ def preflight(args: argparse.Namespace) -> Config:
         raise PreflightError(str(error)) from None
     check_modules(['onnx', *(['onnxscript'] if args.exporter == 'dynamo' else []),
                    *(['onnxruntime'] if args.verify else [])])
-    try:
-        cfg = Config.fromfile(args.config)
-    except Exception as error:  # a syntax error, a missing base: say which file
-        raise PreflightError(f'cannot read config {args.config}: {one_line(error)}') from None
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
     if 'model' not in cfg or cfg.get('default_scope', 'mmdet') not in ('mmdet', 'mmseg'):
         raise PreflightError(f"{args.config} is not an mmdet or mmseg model config (no model, or "
                              f"default_scope {cfg.get('default_scope')!r})")
     return cfg
-
-
-def one_line(error: BaseException) -> str:
-    return ' '.join(str(error).split()) or type(error).__name__
 
 
 @contextmanager
@@ -138,11 +125,10 @@ def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
             model.init_weights()
     else:
         try:
-            with allow_mmengine_checkpoints():
-                load_checkpoint(model, weights, map_location='cpu', strict=True, logger='silent')
+            load_checkpoint(model, weights, map_location='cpu', strict=True, logger='silent')
         except Exception as error:
-            raise PreflightError(f'--weights {weights} does not load into this model: '
-                                 f'{one_line(error)[:400]}') from None
+            reason = ' '.join(str(error).split())[:400]
+            raise PreflightError(f'--weights {weights} does not load into this model: {reason}') from None
     return model.eval()
 
 
