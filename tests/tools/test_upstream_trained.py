@@ -6,6 +6,7 @@ tools/model_converters/rmt_upstream_trained_to_mmrmt.py, they must load into
 our config's model strictly and give the outputs of the model whose weights
 they hold.
 """
+import pickle
 import re
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ import pytest
 import torch
 from mmengine.config import Config
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, run_tool, seg_data_options
-from upstream_trained_layouts import (convfc_bbox_head, under, upstream_checkpoint,
+from upstream_layouts import upstream_layouts
+from upstream_trained_layouts import (convfc_bbox_head, rmt_backbone, under, upstream_checkpoint,
                                       upstream_model_layout)
 
 from mmrmt.checkpoint.upstream_trained import check_class_names, convert_upstream_trained
@@ -104,6 +106,21 @@ def load_saved(path: Path) -> dict:
         return torch.load(path, map_location='cpu', weights_only=True)
 
 
+@pytest.mark.parametrize('variant', ['t', 's', 'b', 'l'])
+def test_upstream_backbone_layout_is_that_of_the_imagenet_files(variant):
+    """The layout helper's RMT equals the authors' ImageNet files (less the
+    classifier) key for key, plus the four output norms of the dense models."""
+    arch = RMT.arch_zoo[variant]
+    layout = rmt_backbone(arch['embed_dims'], arch['depths'], arch['num_heads'], arch['mlp_ratios'],
+                          arch['layer_scales'])
+    imagenet = {key: shape for key, shape in upstream_layouts()[f'rmt-{variant}'].items()
+                if not key.startswith(RMT.dropped_checkpoint_prefixes)}
+    assert {key: shape for key, shape in layout.items() if not key.startswith('extra_norms.')} == imagenet
+    assert {key: shape for key, shape in layout.items() if key.startswith('extra_norms.')} == {
+        f'extra_norms.{i}.{name}': (dims, ) for i, dims in enumerate(arch['embed_dims'])
+        for name in ('weight', 'bias')}
+
+
 @pytest.mark.parametrize('config_name, version, dropped', MODELS, ids=[m[0].split('_')[0] for m in MODELS])
 def test_upstream_file_gives_the_outputs_of_its_weights(config_name, version, dropped, tmp_path):
     config = REPO / 'configs' / 'rmt' / config_name
@@ -186,25 +203,32 @@ def test_command_line_error_is_one_line(tiny_upstream_detector, tmp_path):
         'error: the file does not fit the config\'s model: 36 keys the model does not have')
 
 
-def map_of(result) -> float:
+def evaluate(checkpoint: Path, demo_root: Path, out_dir: Path) -> tuple:
+    """tools/test.py on the tiny detector: (printed bbox mAP, dumped predictions)."""
+    result = run_tool(['test.py', DET_CONFIG, checkpoint, '--work-dir', out_dir, '--out', out_dir / 'preds.pkl',
+                       '--cfg-options', *det_data_options(demo_root)])
     check_ok(result)
-    return float(re.findall(r'coco/bbox_mAP: (\d+\.\d+)', result.stdout)[-1])
+    bbox_map = float(re.findall(r'coco/bbox_mAP: (\d+\.\d+)', result.stdout)[-1])
+    return bbox_map, pickle.loads((out_dir / 'preds.pkl').read_bytes())
 
 
 def test_tools_test_evaluates_a_converted_file_like_the_original(det_work_dir, demo_root, tmp_path):
     """Trained weights (the shared 4-iteration run) through the upstream layout
-    and the converter evaluate to the mAP of the original checkpoint."""
+    and the converter evaluate to the predictions and mAP of the original."""
     trained = build_cpu_model(Config.fromfile(str(DET_CONFIG)))
     trained.load_state_dict(load_saved(det_work_dir / 'iter_4.pth')['state_dict'])
     write_upstream_file(trained, DET_CONFIG, MMDET2, tmp_path / 'upstream.pth')
     check_ok(run_tool(['model_converters/rmt_upstream_trained_to_mmrmt.py', tmp_path / 'upstream.pth',
                        tmp_path / 'ours.pth', '--config', DET_CONFIG]))
-    options = ['--cfg-options', *det_data_options(demo_root)]
-    original = map_of(run_tool(['test.py', DET_CONFIG, det_work_dir / 'iter_4.pth',
-                                '--work-dir', tmp_path / 'a', *options]))
-    converted = map_of(run_tool(['test.py', DET_CONFIG, tmp_path / 'ours.pth', '--work-dir', tmp_path / 'b',
-                                 *options]))
-    assert converted == original
+    original_map, original = evaluate(det_work_dir / 'iter_4.pth', demo_root, tmp_path / 'original')
+    converted_map, converted = evaluate(tmp_path / 'ours.pth', demo_root, tmp_path / 'converted')
+    assert converted_map == original_map
+    assert len(converted) == len(original) == 8
+    assert sum(len(image['pred_instances']['scores']) for image in original) > 0
+    for want, got in zip(original, converted):
+        for field in ('bboxes', 'scores', 'labels'):
+            assert torch.equal(torch.as_tensor(want['pred_instances'][field]),
+                               torch.as_tensor(got['pred_instances'][field]))
 
 
 def test_load_from_starts_fine_tuning_from_a_converted_file(demo_root, tmp_path):
