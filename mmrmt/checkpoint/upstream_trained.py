@@ -41,6 +41,8 @@ from typing import Dict, Mapping, NamedTuple, Optional, Sequence
 
 import torch
 
+from .loading import _first
+
 StateDict = Dict[str, torch.Tensor]
 
 _PARAM = r'(weight|bias)'
@@ -88,11 +90,6 @@ def upstream_module(key: str) -> Optional[str]:
         if re.fullmatch(pattern, key):
             return name
     return None
-
-
-def _first(items: Sequence[str], count: int = 4) -> str:
-    more = f' and {len(items) - count} more' if len(items) > count else ''
-    return ', '.join(items[:count]) + more
 
 
 def _unused_output_norms(state_dict: StateDict, emitted_stages: Sequence[int]) -> Dict[str, str]:
@@ -148,7 +145,7 @@ def convert_upstream_trained(state_dict: StateDict, model_shapes: Mapping[str, t
         problems.append(f'{len(foreign)} keys the model does not have, of the {", ".join(modules)} '
                         f'({_first(foreign)})')
     if mismatched:
-        problems.append(f'{len(mismatched)} tensors differ in shape ({_first(mismatched, 2)})')
+        problems.append(f'{len(mismatched)} tensors differ in shape ({_first(mismatched, 3)})')
     if missing:
         problems.append(f'{len(missing)} keys of the model are not in the file ({_first(missing)})')
     if problems:
