@@ -110,6 +110,8 @@ def test_inputs_are_checked_before_anything_is_computed(image, tmp_path):
          r"--query 7 0 is outside stage 2's 7x9 feature map of this image; give 0 <= Y < 7"),
         ([str(SEG_CONFIG), '--image', image, '--weights', str(tmp_path / 'none.pth')],
          '--weights checkpoint not found'),
+        ([str(REPO / 'configs' / 'rest' / 'retinanet_rest-small_fpn_ms-1x_coco.py'), '--image', image],
+         "the config's backbone is ResT; this tool needs RMT"),
     ]
     for argv, message in cases:
         with pytest.raises(PreflightError, match=message):

@@ -231,20 +231,18 @@ def main(argv: Optional[List[str]] = None) -> DecayMaps:
     args = parse_args(argv)
     check_config_file(args.config)
     check_checkpoint_file(args.weights, '--weights checkpoint')
-    check_output_file(args.out, args.force, sources=[args.config, args.image] + [args.weights] * bool(args.weights))
     if not args.out.lower().endswith('.png'):
         raise PreflightError(f'--out must name a .png file, got {args.out}')
+    check_output_file(args.out, args.force, sources=[path for path in (args.config, args.image, args.weights) if path])
     image = read_image(args.image, args.max_size)
     cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
-    cfg.model.backbone.pop('init_cfg', None)
     model = build_cpu_model(cfg)
     grid = feature_size(*image.shape[:2], args.stage)
     query = check_location(model.backbone, args.stage, args.block, args.query, grid)
     if args.weights:
         load_weights(model.backbone, args.weights)
-    model.eval()
     maps = decay_maps(model.backbone, image_tensor(image, model.data_preprocessor), args.stage, args.block, query)
     kind = 'decomposed' if model.backbone.layers[args.stage].blocks[args.block].retention.decomposed else 'full'
     paint(image, maps, f'RMT stage {args.stage} ({grid[0]}x{grid[1]} tokens, {kind} MaSA), block {args.block}, '
