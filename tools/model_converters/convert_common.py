@@ -6,7 +6,7 @@ from typing import Callable, Dict, List, Optional, Tuple, Type
 import torch
 
 from mmrmt.checkpoint import extract_state_dict, load_pretrained, read_checkpoint
-from mmrmt.models.layers import PyramidBackbone
+from mmrmt.models.backbones.base_backbone import PyramidBackbone
 
 StateDict = Dict[str, torch.Tensor]
 

@@ -18,8 +18,8 @@ from typing import List, Optional
 sys.path.insert(0, str(Path(__file__).parent))
 from convert_common import convert_file, parse_args  # noqa: E402
 
-from mmrmt.checkpoint.converters import rest_arch, rest_detectron2_to_mmrmt  # noqa: E402
 from mmrmt.models.backbones import ResT  # noqa: E402
+from mmrmt.models.backbones.rest_converter import rest_arch, rest_detectron2_to_mmrmt  # noqa: E402
 
 
 def main(argv: Optional[List[str]] = None) -> None:

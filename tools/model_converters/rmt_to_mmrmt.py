@@ -17,8 +17,8 @@ from typing import List, Optional
 sys.path.insert(0, str(Path(__file__).parent))
 from convert_common import convert_file, parse_args  # noqa: E402
 
-from mmrmt.checkpoint.converters import rmt_arch, rmt_upstream_to_mmrmt  # noqa: E402
 from mmrmt.models.backbones import RMT  # noqa: E402
+from mmrmt.models.backbones.rmt_converter import rmt_arch, rmt_upstream_to_mmrmt  # noqa: E402
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -19,7 +19,8 @@ from timm.layers import DropPath, Mlp, lecun_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import PyramidBackbone, resolve_arch
+from .arch import resolve_arch
+from .base_backbone import PyramidBackbone
 
 #: Strides of the four pyramid levels.
 LEVEL_STRIDES = (4, 8, 16, 32)

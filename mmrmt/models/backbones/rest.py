@@ -19,7 +19,8 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import PyramidBackbone, check_heads_divide_dims, resolve_arch
+from .arch import check_heads_divide_dims, resolve_arch
+from .base_backbone import PyramidBackbone
 
 
 class PixelAttention(nn.Module):

@@ -7,22 +7,25 @@ log-decay prior, decomposed along rows and columns or full, its local
 context enhancement (LCE), and an FFN with a depthwise conv; conv
 downsampling between stages; a LayerNorm on every emitted feature.
 Parameter names are the upstream ones, so upstream files load unchanged.
+
+This file is the model as the paper and the spec write it, top-down:
+relative position, MaSA, block, stage, backbone. ``attn_impl='fast'`` (the
+default) swaps in subclasses from :mod:`.rmt_fast` that compute the same
+function faster, with the same parameters.
 """
-from collections import OrderedDict
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import torch
-import torch.nn.functional as F
 from mmcv.cnn import build_norm_layer
 from timm.layers import DropPath, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import (ChannelsLastDWConv, ConvFFN, PyramidBackbone, check_heads_divide_dims,
-                      norm_then_project, resolve_arch)
+from ..layers import ChannelsLastDWConv, ConvFFN
+from .arch import check_heads_divide_dims, resolve_arch
+from .base_backbone import PyramidBackbone
 
 ATTENTION_IMPLS = ('fast', 'reference')
-RotaryTables = Tuple[torch.Tensor, torch.Tensor]
 
 
 def check_attn_impl(attn_impl: str) -> str:
@@ -34,105 +37,44 @@ def check_attn_impl(attn_impl: str) -> str:
     return attn_impl
 
 
+class AttnImpl:
+    """The ``attn_impl`` a class implements: readable on its instances, not assignable.
+
+    The implementation is the module's class, picked when RMT is built, so
+    assigning another name to a built module is an error, not a silent no-op.
+
+    Args:
+        name (str): ``'fast'`` or ``'reference'``.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = check_attn_impl(name)
+
+    def __get__(self, instance: Optional[nn.Module], owner: type) -> str:
+        return self.name
+
+    def __set__(self, instance: nn.Module, value: object) -> None:
+        raise AttributeError(f'RMT: attn_impl is fixed when the model is built ({self.name!r} here); '
+                             f'build RMT(..., attn_impl={value!r}) and load this model\'s state dict.')
+
+
+# --- relative position: rotary q/k and the Manhattan decay ---------------------
 def rotate_pairs(x: torch.Tensor) -> torch.Tensor:
     """Map each channel pair (a, b) to (-b, a)."""
     return torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)
 
 
 def apply_rotary(x: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+    """Rotate each channel pair of ``x`` by its token's angle."""
     return x * cos + rotate_pairs(x) * sin
-
-
-def apply_rotary_signed(x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
-    """:func:`apply_rotary` with the pair sign folded into ``signed_sin``.
-
-    ``signed_sin`` holds (-sin, sin) on each channel pair, so swapping the
-    pair members is all that is left of the rotation; same values bit for bit.
-    """
-    swapped = x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
-    return torch.addcmul(x * cos, swapped, signed_sin)
-
-
-def softmax_(logits: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last dim, in place.
-
-    Rows shorter than 16 elements are exponentiated and normalised by hand:
-    torch's CPU softmax kernel takes ~6x as long on them (14-long rows).
-    """
-    if logits.shape[-1] >= 16:
-        return torch.softmax(logits, dim=-1)
-    logits = logits.sub_(logits.amax(dim=-1, keepdim=True)).exp_()
-    return logits.div_(logits.sum(dim=-1, keepdim=True))
-
-
-COMPLEX_DTYPES = {torch.float32: torch.complex64, torch.float64: torch.complex128}
-
-#: Lean CPU inference runs the stem and each block on a few images at a time,
-#: so that the largest map of a chunk stays under this many bytes: large fresh
-#: tensors cost page faults on every allocation, small ones come back from the
-#: heap and stay in cache.
-INFERENCE_CHUNK_BYTES = 8 * 2**20
-
-
-def in_image_chunks(function: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
-                    bytes_per_image: int) -> torch.Tensor:
-    """``function(x)``, computed on as many images at a time as fit :data:`INFERENCE_CHUNK_BYTES`.
-
-    Only for functions that treat the images of a batch independently.
-    """
-    step = max(1, INFERENCE_CHUNK_BYTES // bytes_per_image)
-    if step >= x.shape[0]:
-        return function(x)
-    return torch.cat([function(part) for part in x.split(step)])
-
-
-class FastTables(NamedTuple):
-    """What the fast MaSA of one grid needs, in the attention dtype.
-
-    The rotary: for float32/float64, ``rotation`` = cos + i sin per channel
-    pair (the rotation is then one complex product); for other dtypes (no
-    complex counterpart, e.g. bfloat16) ``cos`` and ``signed_sin``. Decomposed
-    stages: rotary tables of (h, w, d or d / 2), to broadcast over heads-major
-    (2, B, n, h, w, ...) q and k; ``mask_w`` is (1, n, w, w) and ``mask_h``
-    (1, n, h, h). Full stages: rotary tables of (h, w, 1, 1, ...), for
-    channels-last (B, h, w, 2, n, ...); ``mask`` is (1, n, hw, hw).
-    """
-    rotation: Optional[torch.Tensor] = None
-    cos: Optional[torch.Tensor] = None
-    signed_sin: Optional[torch.Tensor] = None
-    mask_h: Optional[torch.Tensor] = None
-    mask_w: Optional[torch.Tensor] = None
-    mask: Optional[torch.Tensor] = None
-
-
-def rotate_qk(qk: torch.Tensor, tables: FastTables, heads_major: bool) -> torch.Tensor:
-    """The rotary of channels-last (B, h, w, 2, n, d) q and k, in one pass where complex allows.
-
-    Returns a dense (2, B, n, h, w, d) tensor if ``heads_major``, else a dense
-    (B, h, w, 2, n, d) one. Same values as :func:`apply_rotary` up to rounding.
-    """
-    if tables.rotation is None:
-        if heads_major:
-            qk = qk.permute(3, 0, 4, 1, 2, 5).contiguous()
-        return apply_rotary_signed(qk, tables.signed_sin, tables.cos)
-    pairs = torch.view_as_complex(qk.unflatten(-1, (-1, 2)))
-    if heads_major:
-        pairs = pairs.permute(3, 0, 4, 1, 2, 5)
-    if torch.is_grad_enabled():
-        rotated = pairs.contiguous() * tables.rotation
-    else:  # the layout change and the product in one pass
-        rotated = torch.mul(pairs, tables.rotation, out=pairs.new_empty(pairs.shape))
-    return torch.view_as_real(rotated).flatten(-2)
 
 
 class ManhattanRelPos(nn.Module):
     """Rotary tables and Manhattan decay masks of one stage (upstream ``Relpos``).
 
-    :meth:`rotary`, :meth:`decay_1d` and :meth:`decay_2d` compute the tables
-    afresh (the reference path); :meth:`fast_tables` serves them from a small
-    LRU cache keyed on grid, form, dtype and device. The cache is no part of
-    the state dict and is dropped whenever ``angle`` or ``decay`` change
-    (``load_state_dict``, ``.to()``, in-place edits).
+    Each call computes its table afresh from the buffers ``angle`` (rotary
+    frequency per channel) and ``decay`` (log-decay per head), the only
+    state, as in the upstream checkpoints.
 
     Args:
         embed_dims (int): Channels of the stage.
@@ -141,10 +83,6 @@ class ManhattanRelPos(nn.Module):
         heads_range (float): How much the exponent grows over the heads.
     """
 
-    #: Most grids kept; the newest entry is kept even when over the byte budget.
-    cache_entries = 4
-    cache_bytes = 256 * 2**20
-
     def __init__(self, embed_dims: int, num_heads: int, init_value: float, heads_range: float) -> None:
         super().__init__()
         head_dims = embed_dims // num_heads
@@ -152,10 +90,8 @@ class ManhattanRelPos(nn.Module):
         self.register_buffer('angle', angle.repeat_interleave(2))
         heads = torch.arange(num_heads, dtype=torch.float)
         self.register_buffer('decay', torch.log(1 - 2 ** (-init_value - heads_range * heads / num_heads)))
-        self._cache: 'OrderedDict[tuple, FastTables]' = OrderedDict()
-        self._cache_source: tuple = ()
 
-    def rotary(self, height: int, width: int) -> RotaryTables:
+    def rotary(self, height: int, width: int) -> Tuple[torch.Tensor, torch.Tensor]:
         """sin and cos of token index x angle, each (height, width, head_dims)."""
         index = torch.arange(height * width).to(self.decay)
         phase = (index[:, None] * self.angle[None, :]).reshape(height, width, -1)
@@ -174,77 +110,31 @@ class ManhattanRelPos(nn.Module):
         distance = (grid[:, None, :] - grid[None, :, :]).abs().sum(-1)
         return distance * self.decay[:, None, None]
 
-    def fast_tables(self, height: int, width: int, decomposed: bool, dtype: torch.dtype) -> FastTables:
-        """The tables of a (height, width) grid in ``dtype``, cached."""
-        source = (self.angle, self.angle._version, self.decay, self.decay._version)
-        if len(self._cache_source) != len(source) or any(
-                old is not new if isinstance(new, torch.Tensor) else old != new
-                for old, new in zip(self._cache_source, source)):
-            self._cache.clear()
-            self._cache_source = source
-        key = (height, width, decomposed, dtype, self.decay.device)
-        tables = self._cache.get(key)
-        if tables is None:
-            with torch.inference_mode(False), torch.no_grad():
-                tables = self._build_fast_tables(height, width, decomposed, dtype)
-            self._cache[key] = tables
-            self._evict()
-        self._cache.move_to_end(key)
-        return tables
 
-    def _build_fast_tables(self, height: int, width: int, decomposed: bool,
-                           dtype: torch.dtype) -> FastTables:
-        sin, cos = self.rotary(height, width)
-        shape = (height, width, -1) if decomposed else (height, width, 1, 1, -1)
-        if dtype in COMPLEX_DTYPES:
-            rotation = torch.complex(cos[..., ::2], sin[..., ::2]).reshape(shape)
-            rotary = dict(rotation=rotation.to(COMPLEX_DTYPES[dtype]))
-        else:
-            sign = torch.tensor([-1.0, 1.0]).to(sin).repeat(sin.shape[-1] // 2)
-            rotary = dict(cos=cos.reshape(shape).to(dtype), signed_sin=(sin * sign).reshape(shape).to(dtype))
-        if decomposed:
-            return FastTables(**rotary, mask_h=self.decay_1d(height)[None].to(dtype),
-                              mask_w=self.decay_1d(width)[None].to(dtype))
-        return FastTables(**rotary, mask=self.decay_2d(height, width)[None].to(dtype))
-
-    def _evict(self) -> None:
-        def size(tables: FastTables) -> int:
-            return sum(t.numel() * t.element_size() for t in tables if t is not None)
-
-        total = sum(size(tables) for tables in self._cache.values())
-        while len(self._cache) > 1 and (len(self._cache) > self.cache_entries
-                                        or total > self.cache_bytes):
-            total -= size(self._cache.popitem(last=False)[1])
-
-
+# --- MaSA ----------------------------------------------------------------------
 class ManhattanSelfAttention(nn.Module):
-    """MaSA with local context enhancement (upstream ``retention``).
+    """MaSA with local context enhancement (upstream ``retention``), step by step.
+
+    softmax(q k^T / sqrt(d) + log-decay) v per head, with q and k rotated,
+    either along rows then columns (decomposed: the row pass's output is the
+    column pass's v) or over all tokens; plus the LCE, a 5x5 depthwise conv
+    of v; then the output projection.
 
     Args:
         embed_dims (int): Channels.
         num_heads (int): Heads; ``embed_dims / num_heads`` must be even.
         decomposed (bool): Attend along rows then columns (linear cost)
             instead of over all tokens.
-        attn_impl (str): ``'fast'``: one fused q/k projection, cached
-            tables and ``scaled_dot_product_attention`` with the log-decay as
-            its additive mask (it recomputes attention in backward instead of
-            storing it). ``'reference'``: the spec's computation, step by step.
-            Both compute the same function. Defaults to ``'fast'``.
     """
 
-    #: Longest sequence the fast path attends with explicit GEMMs at inference, and the
-    #: most logits bytes it materialises at once (see :meth:`_attend`).
-    explicit_max_len = 64
-    explicit_logits_bytes = 16 * 2**20
+    attn_impl = AttnImpl('reference')
 
-    def __init__(self, embed_dims: int, num_heads: int, decomposed: bool,
-                 attn_impl: str = 'fast') -> None:
+    def __init__(self, embed_dims: int, num_heads: int, decomposed: bool) -> None:
         super().__init__()
         self.num_heads = num_heads
         self.head_dims = embed_dims // num_heads
         self.scale = self.head_dims ** -0.5
         self.decomposed = decomposed
-        self.attn_impl = check_attn_impl(attn_impl)
         self.q_proj = nn.Linear(embed_dims, embed_dims)
         self.k_proj = nn.Linear(embed_dims, embed_dims)
         self.v_proj = nn.Linear(embed_dims, embed_dims)
@@ -253,84 +143,9 @@ class ManhattanSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, relpos: ManhattanRelPos,
                 norm: Optional[nn.LayerNorm] = None) -> torch.Tensor:
-        """MaSA of ``norm(x)`` (of ``x`` if ``norm`` is None), channels-last."""
-        if check_attn_impl(self.attn_impl) == 'fast':
-            return self._fast_forward(x, relpos, norm)
-        return self._reference_forward(x if norm is None else norm(x), relpos)
-
-    # --- fast path ------------------------------------------------------------
-    def _fast_forward(self, x: torch.Tensor, relpos: ManhattanRelPos,
-                      norm: Optional[nn.LayerNorm]) -> torch.Tensor:
-        batch, height, width, channels = x.shape
-        # q and k from one projection, so that one op rotates both; v apart,
-        # dense channels-last for the LCE conv (a slice of a fused q/k/v
-        # projection would cost zero-filled gradients and a strided conv).
-        # The norm's output is recomputed in backward, not kept.
-        qk_weight = torch.cat((self.q_proj.weight, self.k_proj.weight))
-        qk_bias = torch.cat((self.q_proj.bias, self.k_proj.bias))
-        qk, v = norm_then_project(x, norm, [(qk_weight, qk_bias), (self.v_proj.weight, self.v_proj.bias)])
-        qk = qk.view(batch, height, width, 2, self.num_heads, self.head_dims)
-        lepe = self.lepe(v)
-        v = v.view(batch, height, width, self.num_heads, self.head_dims)
-        tables = relpos.fast_tables(height, width, self.decomposed, qk.dtype)
-        if self.decomposed:
-            out = self._fast_decomposed(qk, v, tables)
-        else:
-            out = self._fast_full(qk, v, tables)
-        # Summed into the LCE output's own dense tensor (the conv's backward
-        # does not need its output): no merged-heads copy, no new tensor.
-        merged = lepe.contiguous().view(out.shape).add_(out)
-        return self.out_proj(merged.view(batch, height, width, channels))
-
-    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                mask: torch.Tensor) -> torch.Tensor:
-        """softmax(scale * q k^T + mask) v over (N, heads, L, d): the k scale folded in.
-
-        With autograd, and for sequences over ``explicit_max_len`` tokens,
-        SDPA's fused kernel (its backward recomputes the attention instead of
-        keeping it). Without autograd, shorter sequences are attended with
-        batched GEMMs and an in-place softmax, a few images at a time so that
-        the logits stay under ``explicit_logits_bytes``: at such lengths the
-        fused kernel's per-block work costs more than the whole product.
-        Traced (FLOP counting, export), it is always the one SDPA op.
-        """
-        batch, heads, length, _ = q.shape
-        if torch.is_grad_enabled() or torch.jit.is_tracing() or length > self.explicit_max_len:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
-        out = v.new_empty(v.shape)
-        step = max(1, self.explicit_logits_bytes // (heads * length * length * q.element_size()))
-        for start in range(0, batch, step):
-            part = slice(start, start + step)
-            logits = torch.matmul(q[part], k[part].transpose(-1, -2))
-            torch.matmul(softmax_(logits.mul_(self.scale).add_(mask[part])), v[part], out=out[part])
-        return out
-
-    def _fast_decomposed(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
-        """Rows then columns on one heads-major copy; returns (B, h, w, n, d).
-
-        With (B n) as the batch both passes are views: the row pass reads rows
-        of (B n, h, w, d) and its output is laid out (B n, w, h, d), the
-        columns the second pass needs; the masks only repeat over the batch.
-        """
-        batch, height, width, _, heads, dims = qk.shape
-        q, k = rotate_qk(qk, tables, heads_major=True)  # each (B, n, h, w, d)
-        v = v.permute(0, 3, 1, 2, 4).contiguous()
-        q, k, v = (t.reshape(batch * heads, height, width, dims) for t in (q, k, v))
-        mask_w, mask_h = (mask.expand(batch, -1, -1, -1).reshape(batch * heads, 1, *mask.shape[-2:])
-                          for mask in (tables.mask_w, tables.mask_h))
-        v = self._attend(q, k, v, mask_w).transpose(1, 2)  # (B n, w, h, d)
-        out = self._attend(q.transpose(1, 2), k.transpose(1, 2), v, mask_h)  # (B n, w, h, d)
-        return out.transpose(1, 2).reshape(batch, heads, height, width, dims).permute(0, 2, 3, 1, 4)
-
-    def _fast_full(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
-        """Attention over all tokens on channels-last views; returns (B, hw, n, d)."""
-        batch, height, width, _, heads, dims = qk.shape
-        q, k = rotate_qk(qk, tables, heads_major=False).unbind(3)
-        q, k, v = (t.reshape(batch, height * width, heads, dims).transpose(1, 2) for t in (q, k, v))
-        return self._attend(q, k, v, tables.mask).transpose(1, 2)
-
-    # --- reference path (the spec, step by step) ----------------------------------
-    def _reference_forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
+        """MaSA of ``norm(x)`` (of ``x`` if ``norm`` is None), channels-last (B, h, w, C)."""
+        if norm is not None:
+            x = norm(x)
         batch, height, width, channels = x.shape
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
         lepe = self.lepe(v)
@@ -367,6 +182,7 @@ class ManhattanSelfAttention(nn.Module):
         return (attn @ v).view(batch, heads, height, width, dims)
 
 
+# --- block, stage, backbone ----------------------------------------------------
 class RMTBlock(nn.Module):
     """CPE, then pre-norm MaSA and FFN with optional layer scale.
 
@@ -378,24 +194,20 @@ class RMTBlock(nn.Module):
         drop_path (float): Stochastic depth rate.
         layer_scale (float, optional): Initial layer-scale value, or None
             for no layer scale.
-        attn_impl (str): ``'fast'``: the fast MaSA (see
-            :class:`ManhattanSelfAttention`), the CPE's and the FFN conv's
-            residuals folded into their kernels, the lean FFN of
-            :class:`ConvFFN` and, without autograd, residual sums written into
-            the branch outputs. ``'reference'``: every step as the spec
-            writes it. Defaults to ``'fast'``.
     """
 
+    attn_impl = AttnImpl('reference')
+    attention_cls: Type[ManhattanSelfAttention] = ManhattanSelfAttention
+    ffn_cls: Type[ConvFFN] = ConvFFN
+
     def __init__(self, embed_dims: int, num_heads: int, mlp_ratio: float, decomposed: bool,
-                 drop_path: float = 0., layer_scale: Optional[float] = None,
-                 attn_impl: str = 'fast') -> None:
+                 drop_path: float = 0., layer_scale: Optional[float] = None) -> None:
         super().__init__()
-        self.lean = check_attn_impl(attn_impl) == 'fast'
         self.pos = ChannelsLastDWConv(embed_dims, 3)
         self.retention_layer_norm = nn.LayerNorm(embed_dims, eps=1e-6)
-        self.retention = ManhattanSelfAttention(embed_dims, num_heads, decomposed, attn_impl)
+        self.retention = self.attention_cls(embed_dims, num_heads, decomposed)
         self.final_layer_norm = nn.LayerNorm(embed_dims, eps=1e-6)
-        self.ffn = ConvFFN(embed_dims, int(mlp_ratio * embed_dims), lean=self.lean)
+        self.ffn = self.ffn_cls(embed_dims, int(mlp_ratio * embed_dims))
         self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
         if layer_scale is not None:
             self.gamma_1 = nn.Parameter(torch.full((1, 1, 1, embed_dims), float(layer_scale)))
@@ -404,23 +216,19 @@ class RMTBlock(nn.Module):
             self.gamma_1 = self.gamma_2 = None
 
     def forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
-        if self.lean and not torch.is_grad_enabled() and x.device.type == 'cpu':
-            hidden_bytes = x[0].numel() * self.ffn.fc1.out_features // x.shape[-1] * x.element_size()
-            return in_image_chunks(lambda part: self._forward(part, relpos), x, hidden_bytes)
-        return self._forward(x, relpos)
+        """The block on channels-last (B, h, w, C) ``x``."""
+        x = self.add_position(x)
+        x = self.add_branch(x, self.retention(x, relpos, self.retention_layer_norm), self.gamma_1)
+        return self.add_branch(x, self.ffn(x, self.final_layer_norm), self.gamma_2)
 
-    def _forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
-        x = self.pos.forward_residual(x) if self.lean else x + self.pos(x)
-        x = self._add_branch(x, self.retention(x, relpos, self.retention_layer_norm), self.gamma_1)
-        return self._add_branch(x, self.ffn(x, self.final_layer_norm), self.gamma_2)
+    def add_position(self, x: torch.Tensor) -> torch.Tensor:
+        """x + CPE(x)."""
+        return x + self.pos(x)
 
-    def _add_branch(self, x: torch.Tensor, branch: torch.Tensor,
-                    gamma: Optional[torch.Tensor]) -> torch.Tensor:
-        """x + drop_path(gamma * branch); lean without autograd: summed into the branch's tensor."""
-        branch = self.drop_path(branch if gamma is None else gamma * branch)
-        if self.lean and not torch.is_grad_enabled() and branch.dtype == x.dtype:
-            return branch.add_(x)
-        return x + branch
+    def add_branch(self, x: torch.Tensor, branch: torch.Tensor,
+                   gamma: Optional[torch.Tensor]) -> torch.Tensor:
+        """x + drop_path(gamma * branch)."""
+        return x + self.drop_path(branch if gamma is None else gamma * branch)
 
 
 class ConvDownsample(nn.Module):
@@ -441,6 +249,7 @@ class ConvDownsample(nn.Module):
         return self.norm(self.reduction(x.permute(0, 3, 1, 2))).permute(0, 2, 3, 1)
 
 
+
 class RMTStage(nn.Module):
     """The blocks of one stage, its positional tables and its downsampling.
 
@@ -457,21 +266,35 @@ class RMTStage(nn.Module):
         out_channels (int, optional): Channels after the downsampling; None
             for the last stage (no downsampling).
         norm_cfg (dict): Norm of the downsampling.
-        attn_impl (str): MaSA implementation, ``'fast'`` or ``'reference'``.
-            Defaults to ``'fast'``.
     """
+
+    relpos_cls: Type[ManhattanRelPos] = ManhattanRelPos
+    block_cls: Type[RMTBlock] = RMTBlock
 
     def __init__(self, embed_dims: int, depth: int, num_heads: int, mlp_ratio: float,
                  init_value: float, heads_range: float, decomposed: bool,
                  drop_paths: Sequence[float], layer_scale: Optional[float],
-                 out_channels: Optional[int], norm_cfg: dict, attn_impl: str = 'fast') -> None:
+                 out_channels: Optional[int], norm_cfg: dict) -> None:
         super().__init__()
-        self.Relpos = ManhattanRelPos(embed_dims, num_heads, init_value, heads_range)
+        self.Relpos = self.relpos_cls(embed_dims, num_heads, init_value, heads_range)
         self.blocks = nn.ModuleList(
-            RMTBlock(embed_dims, num_heads, mlp_ratio, decomposed, drop_paths[i], layer_scale, attn_impl)
+            self.block_cls(embed_dims, num_heads, mlp_ratio, decomposed, drop_paths[i], layer_scale)
             for i in range(depth))
         self.downsample = (ConvDownsample(embed_dims, out_channels, norm_cfg)
                            if out_channels is not None else None)
+
+
+def implementation(attn_impl: str) -> Tuple[Type[nn.Sequential], Type[RMTStage]]:
+    """The stem and stage classes of ``attn_impl``.
+
+    ``'reference'``: those of this file. ``'fast'``: their subclasses in
+    :mod:`.rmt_fast` (same parameters, same function), imported here because
+    they build on this file's classes.
+    """
+    if check_attn_impl(attn_impl) == 'reference':
+        return nn.Sequential, RMTStage
+    from .rmt_fast import FastRMTStage, ImageChunkedStem
+    return ImageChunkedStem, FastRMTStage
 
 
 @register_backbone
@@ -499,11 +322,13 @@ class RMT(PyramidBackbone):
         norm_cfg (dict): Norm of the stem and downsampling convs.
             Defaults to ``dict(type='BN')``.
         with_cp (bool): Activation checkpointing per block. Defaults to False.
-        attn_impl (str): ``'fast'`` (the default: fused attention with
-            cached tables, the lean block of :class:`RMTBlock`, and in CPU
-            inference in eval mode the stem and blocks run a few images at a
-            time) or ``'reference'`` (the spec's computation step by step, the
-            oracle of the tests). Both compute the same function.
+        attn_impl (str): ``'fast'`` (the default: the subclasses of
+            :mod:`.rmt_fast`: fused attention with cached tables, residuals
+            folded into the depthwise kernels, less kept for backward, and in
+            CPU inference the stem and blocks on a few images at a time) or
+            ``'reference'`` (this file's classes, the spec's computation step
+            by step, the oracle of the tests). Both compute the same function
+            with the same parameters.
         init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
             to load an upstream ImageNet (or detection) checkpoint.
     """
@@ -542,11 +367,10 @@ class RMT(PyramidBackbone):
                  with_cp: bool = False,
                  attn_impl: str = 'fast',
                  init_cfg: Optional[dict] = None) -> None:
-        check_attn_impl(attn_impl)
+        stem_cls, stage_cls = implementation(attn_impl)
         settings = resolve_arch(arch, self.arch_zoo, self.per_stage_keys, 'RMT')
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
         super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg)
-        self.lean = attn_impl == 'fast'
         check_heads_divide_dims(dims, heads, 'RMT')
         for stage, (channels, num_heads) in enumerate(zip(dims, heads)):
             if (channels // num_heads) % 2:
@@ -558,7 +382,7 @@ class RMT(PyramidBackbone):
         stem_dims = dims[0] // 2
         norm = lambda channels: build_norm_layer(norm_cfg, channels)[1]  # noqa: E731
         self.patch_embed = nn.Module()
-        self.patch_embed.proj = nn.Sequential(
+        self.patch_embed.proj = stem_cls(
             nn.Conv2d(in_channels, stem_dims, 3, 2, 1), norm(stem_dims), nn.GELU(),
             nn.Conv2d(stem_dims, stem_dims, 3, 1, 1), norm(stem_dims), nn.GELU(),
             nn.Conv2d(stem_dims, dims[0], 3, 2, 1), norm(dims[0]), nn.GELU(),
@@ -568,14 +392,13 @@ class RMT(PyramidBackbone):
         layer_scale_init = settings.get('layer_scale_init', 1e-6)
         self.layers = nn.ModuleList()
         for i, depth in enumerate(depths):
-            self.layers.append(RMTStage(
+            self.layers.append(stage_cls(
                 embed_dims=dims[i], depth=depth, num_heads=heads[i],
                 mlp_ratio=settings['mlp_ratios'][i], init_value=settings['init_values'][i],
                 heads_range=settings['heads_ranges'][i], decomposed=settings['decomposed'][i],
                 drop_paths=drop_paths[sum(depths[:i]):sum(depths[:i + 1])],
                 layer_scale=layer_scale_init if settings['layer_scales'][i] else None,
-                out_channels=dims[i + 1] if i + 1 < len(dims) else None, norm_cfg=norm_cfg,
-                attn_impl=attn_impl))
+                out_channels=dims[i + 1] if i + 1 < len(dims) else None, norm_cfg=norm_cfg))
         self.extra_norms = nn.ModuleDict({str(i): nn.LayerNorm(dims[i]) for i in self.out_indices})
         self._freeze_stages()
 
@@ -595,13 +418,7 @@ class RMT(PyramidBackbone):
 
     def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         self.check_input(x)
-        stem = self.patch_embed.proj
-        if self.lean and not self.training and not torch.is_grad_enabled() and x.device.type == 'cpu':
-            first_map_bytes = stem[0].out_channels * -(-x.shape[2] // 2) * -(-x.shape[3] // 2) * x.element_size()
-            x = in_image_chunks(stem, x, first_map_bytes)  # eval: BatchNorm is per image
-        else:
-            x = stem(x)
-        x = x.permute(0, 2, 3, 1)  # (B, h, w, C)
+        x = self.patch_embed.proj(x).permute(0, 2, 3, 1)  # (B, h, w, C)
         outs = []
         for i, stage in enumerate(self.layers):
             for block in stage.blocks:

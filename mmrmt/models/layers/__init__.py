@@ -1,8 +1,5 @@
-from .arch import check_heads_divide_dims, resolve_arch
-from .conv_ffn import ConvFFN
+from .conv_ffn import ConvFFN, FastConvFFN
 from .depthwise_conv import ChannelsLastDWConv
 from .norm_projection import norm_then_project
-from .pyramid_backbone import PyramidBackbone
 
-__all__ = ['check_heads_divide_dims', 'resolve_arch', 'ChannelsLastDWConv', 'ConvFFN', 'PyramidBackbone',
-           'norm_then_project']
+__all__ = ['ChannelsLastDWConv', 'ConvFFN', 'FastConvFFN', 'norm_then_project']

@@ -1,4 +1,4 @@
-"""RMT's FFN with a depthwise conv, in a straightforward and a lean form."""
+"""RMT's FFN with a depthwise conv, step by step and in a fast form (same parameters)."""
 from typing import Optional, Tuple
 
 import torch
@@ -60,21 +60,15 @@ class _GeluConvProjection(torch.autograd.Function):
 
 
 class ConvFFN(nn.Module):
-    """fc1 -> GELU -> x + depthwise 3x3 conv(x) -> fc2, channels-last.
+    """fc1 -> GELU -> x + depthwise 3x3 conv(x) -> fc2, channels-last, step by step.
 
     Args:
         embed_dims (int): Input and output channels.
         hidden_dims (int): Hidden channels.
-        lean (bool): Compute the same function leanly: the residual folded
-            into the conv kernel's centre tap, the GELU in place at inference,
-            and in training only the fc1 output kept for backward (the GELU
-            and the conv are recomputed there). Defaults to False (the
-            straightforward form, step by step).
     """
 
-    def __init__(self, embed_dims: int, hidden_dims: int, lean: bool = False) -> None:
+    def __init__(self, embed_dims: int, hidden_dims: int) -> None:
         super().__init__()
-        self.lean = lean
         self.fc1 = nn.Linear(embed_dims, hidden_dims)
         self.act = nn.GELU()
         self.dwconv = ChannelsLastDWConv(hidden_dims, 3)
@@ -82,9 +76,20 @@ class ConvFFN(nn.Module):
 
     def forward(self, x: torch.Tensor, norm: Optional[nn.LayerNorm] = None) -> torch.Tensor:
         """The FFN of ``norm(x)`` (of ``x`` if ``norm`` is None)."""
-        if not self.lean:
-            x = self.act(self.fc1(x if norm is None else norm(x)))
-            return self.fc2(x + self.dwconv(x))
+        x = self.act(self.fc1(x if norm is None else norm(x)))
+        return self.fc2(x + self.dwconv(x))
+
+
+class FastConvFFN(ConvFFN):
+    """:class:`ConvFFN` computed leanly, same parameters (RMT's ``attn_impl='fast'``).
+
+    The residual is folded into the conv kernel's centre tap, the GELU runs
+    in place at inference, and in training only the fc1 output is kept for
+    backward (the GELU and the conv are recomputed there).
+    """
+
+    def forward(self, x: torch.Tensor, norm: Optional[nn.LayerNorm] = None) -> torch.Tensor:
+        """The FFN of ``norm(x)`` (of ``x`` if ``norm`` is None)."""
         hidden, = norm_then_project(x, norm, [(self.fc1.weight, self.fc1.bias)])
         if torch.is_grad_enabled() and not torch.jit.is_tracing():  # traced: plain ops, countable
             return _GeluConvProjection.apply(hidden, self.dwconv.residual_weight(), self.dwconv.conv.bias,

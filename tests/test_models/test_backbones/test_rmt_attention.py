@@ -4,8 +4,9 @@ import copy
 import pytest
 import torch
 
-from mmrmt.models.backbones import rmt
+from mmrmt.models.backbones import rmt_fast
 from mmrmt.models.backbones.rmt import RMT, ManhattanRelPos, ManhattanSelfAttention
+from mmrmt.models.backbones.rmt_fast import FastManhattanRelPos, FastManhattanSelfAttention
 
 # Tiny arch covering decomposed and full stages, with and without layer scale.
 TINY = dict(embed_dims=[16, 32, 48, 64], depths=[1, 2, 1, 1], num_heads=[2, 2, 4, 4],
@@ -23,12 +24,12 @@ def golden_arch(config: dict) -> dict:
 
 def attention_pair(decomposed: bool, embed_dims: int = 32, num_heads: int = 4):
     torch.manual_seed(0)
-    fast = ManhattanSelfAttention(embed_dims, num_heads, decomposed, attn_impl='fast')
+    fast = FastManhattanSelfAttention(embed_dims, num_heads, decomposed)
     for param in fast.parameters():  # random biases too, so every term matters
         torch.nn.init.normal_(param, std=0.3)
-    reference = ManhattanSelfAttention(embed_dims, num_heads, decomposed, attn_impl='reference')
+    reference = ManhattanSelfAttention(embed_dims, num_heads, decomposed)
     reference.load_state_dict(fast.state_dict())
-    return fast, reference, ManhattanRelPos(embed_dims, num_heads, 2, 4)
+    return fast, reference, FastManhattanRelPos(embed_dims, num_heads, 2, 4)
 
 
 def backbone_pair(arch: dict = TINY):
@@ -91,7 +92,7 @@ def test_fast_attention_without_autograd_equals_reference(decomposed, batch, hei
 def test_fast_backbone_inference_in_image_chunks_equals_reference(monkeypatch):
     fast, reference = backbone_pair()
     fast.eval(), reference.eval()
-    monkeypatch.setattr(rmt, 'INFERENCE_CHUNK_BYTES', 1)  # the stem and every block image by image
+    monkeypatch.setattr(rmt_fast, 'INFERENCE_CHUNK_BYTES', 1)  # the stem and every block image by image
     x = torch.randn(3, 3, 45, 71)
     with torch.no_grad():
         for out_fast, out_ref in zip(fast(x), reference(x)):
@@ -101,7 +102,7 @@ def test_fast_backbone_inference_in_image_chunks_equals_reference(monkeypatch):
 def test_stem_is_not_split_while_batch_norm_trains(monkeypatch):
     """No autograd but train mode (BatchNorm on batch statistics): the stem sees the whole batch."""
     fast, reference = backbone_pair()
-    monkeypatch.setattr(rmt, 'INFERENCE_CHUNK_BYTES', 1)
+    monkeypatch.setattr(rmt_fast, 'INFERENCE_CHUNK_BYTES', 1)
     x = torch.randn(3, 3, 45, 71)
     with torch.no_grad():
         for out_fast, out_ref in zip(fast(x), reference(x)):
@@ -183,16 +184,22 @@ def test_fast_is_default_and_reference_selectable():
 def test_unknown_attn_impl_is_a_clear_error(bad):
     with pytest.raises(ValueError, match=r"attn_impl must be one of \('fast', 'reference'\)"):
         RMT(TINY, attn_impl=bad)
-    with pytest.raises(ValueError, match='attn_impl must be one of'):
-        ManhattanSelfAttention(32, 4, True, attn_impl=bad)
-    attention, _, relpos = attention_pair(True)
-    attention.attn_impl = bad  # set after construction: caught on the next call
-    with pytest.raises(ValueError, match='attn_impl must be one of'):
-        attention(torch.randn(1, 3, 3, 32), relpos)
+
+
+
+@pytest.mark.parametrize('attn_impl', ['fast', 'reference'])
+def test_attn_impl_is_fixed_once_built(attn_impl):
+    """The implementation is the modules' class: assigning another name is an error, not ignored."""
+    model = RMT(TINY, attn_impl=attn_impl)
+    other = 'reference' if attn_impl == 'fast' else 'fast'
+    for module in (model.layers[0].blocks[0], model.layers[0].blocks[0].retention):
+        with pytest.raises(AttributeError, match=f"attn_impl is fixed when the model is built .*'{other}'"):
+            module.attn_impl = other
+        assert module.attn_impl == attn_impl
 
 
 def test_tables_are_built_once_per_grid_and_dtype():
-    relpos = ManhattanRelPos(32, 4, 2, 4)
+    relpos = FastManhattanRelPos(32, 4, 2, 4)
     first = relpos.fast_tables(5, 7, True, torch.float32)
     assert relpos.fast_tables(5, 7, True, torch.float32) is first
     assert relpos.fast_tables(5, 7, True, torch.bfloat16) is not first
@@ -202,7 +209,7 @@ def test_tables_are_built_once_per_grid_and_dtype():
 
 
 def test_tables_match_the_reference_tables():
-    relpos = ManhattanRelPos(32, 4, 2, 4)
+    relpos = FastManhattanRelPos(32, 4, 2, 4)
     sin, cos = relpos.rotary(5, 7)
     tables = relpos.fast_tables(5, 7, True, torch.float32)  # complex: one rotation per pair
     assert tables.rotation.dtype == torch.complex64 and tables.cos is None
@@ -243,6 +250,21 @@ def test_cache_follows_load_state_dict_in_place_edits_and_to():
     torch.testing.assert_close(out, reference(x.double(), relpos), atol=1e-10, rtol=1e-10)
 
 
+@pytest.mark.parametrize('decomposed', [True, False])
+def test_cache_follows_edits_through_data(decomposed):
+    """``.data`` edits bump no version counter; the tables still follow the buffers."""
+    fast, reference, relpos = attention_pair(decomposed)
+    x = torch.randn(2, 4, 5, 32)
+    with torch.no_grad():
+        fast(x, relpos)  # cache the tables of the initial buffers
+        relpos.decay.data.mul_(2)
+        torch.testing.assert_close(fast(x, relpos), reference(x, relpos), atol=1e-5, rtol=1e-5)
+        relpos.angle.data[:4] = 0.25
+        torch.testing.assert_close(fast(x, relpos), reference(x, relpos), atol=1e-5, rtol=1e-5)
+        relpos.decay.data = torch.full_like(relpos.decay, -0.5)
+        torch.testing.assert_close(fast(x, relpos), reference(x, relpos), atol=1e-5, rtol=1e-5)
+
+
 def test_cache_survives_deepcopy_consistently():
     fast, reference, relpos = attention_pair(True)
     x = torch.randn(1, 6, 6, 32)
@@ -255,7 +277,7 @@ def test_cache_survives_deepcopy_consistently():
 
 
 def test_cache_is_bounded_in_entries_and_bytes():
-    relpos = ManhattanRelPos(32, 4, 2, 4)
+    relpos = FastManhattanRelPos(32, 4, 2, 4)
     for size in range(1, 12):
         relpos.fast_tables(size, size + 1, True, torch.float32)
     assert len(relpos._cache) == relpos.cache_entries

@@ -1,11 +1,9 @@
-"""The lean ConvFFN and the folded-residual depthwise conv compute the straightforward forms."""
-import copy
-
+"""The fast ConvFFN and the folded-residual depthwise conv compute the straightforward forms."""
 import pytest
 import torch
 from torch import nn
 
-from mmrmt.models.layers import ChannelsLastDWConv, ConvFFN
+from mmrmt.models.layers import ChannelsLastDWConv, ConvFFN, FastConvFFN
 
 
 def ffn_pair(embed_dims: int = 12, hidden_dims: int = 20):
@@ -13,11 +11,11 @@ def ffn_pair(embed_dims: int = 12, hidden_dims: int = 20):
     plain = ConvFFN(embed_dims, hidden_dims)
     for param in plain.parameters():
         nn.init.normal_(param, std=0.4)
-    lean = copy.deepcopy(plain)
-    lean.lean = True
+    fast = FastConvFFN(embed_dims, hidden_dims)
+    fast.load_state_dict(plain.state_dict())
     norm = nn.LayerNorm(embed_dims, eps=1e-6)
     nn.init.normal_(norm.weight, 1, 0.2), nn.init.normal_(norm.bias, std=0.2)
-    return plain, lean, norm
+    return plain, fast, norm
 
 
 def all_params(*modules):
@@ -26,30 +24,30 @@ def all_params(*modules):
 
 @pytest.mark.parametrize('with_norm', [True, False])
 @pytest.mark.parametrize('shape', [(2, 5, 7), (1, 1, 9), (3, 4, 1)])
-def test_lean_ffn_equals_plain_outputs_and_gradients(with_norm, shape):
-    plain, lean, norm = ffn_pair()
+def test_fast_ffn_equals_plain_outputs_and_gradients(with_norm, shape):
+    plain, fast, norm = ffn_pair()
     x = torch.randn(*shape, 12)
-    x_plain, x_lean = x.clone().requires_grad_(), x.clone().requires_grad_()
+    x_plain, x_fast = x.clone().requires_grad_(), x.clone().requires_grad_()
     out_plain = plain(x_plain, norm if with_norm else None)
-    out_lean = lean(x_lean, norm if with_norm else None)
-    torch.testing.assert_close(out_lean, out_plain, atol=1e-5, rtol=1e-5)
+    out_fast = fast(x_fast, norm if with_norm else None)
+    torch.testing.assert_close(out_fast, out_plain, atol=1e-5, rtol=1e-5)
     weights = torch.randn_like(out_plain)
     norms = [norm] if with_norm else []
     expected = torch.autograd.grad((out_plain * weights).sum(), [x_plain, *all_params(plain, *norms)])
-    got = torch.autograd.grad((out_lean * weights).sum(), [x_lean, *all_params(lean, *norms)])
+    got = torch.autograd.grad((out_fast * weights).sum(), [x_fast, *all_params(fast, *norms)])
     for ours, ref in zip(got, expected):
         torch.testing.assert_close(ours, ref, atol=1e-5, rtol=1e-5)
 
 
-def test_lean_ffn_without_autograd_equals_plain():
-    plain, lean, norm = ffn_pair()
+def test_fast_ffn_without_autograd_equals_plain():
+    plain, fast, norm = ffn_pair()
     x = torch.randn(2, 6, 5, 12)
     with torch.no_grad():
-        torch.testing.assert_close(lean(x, norm), plain(x, norm), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(fast(x, norm), plain(x, norm), atol=1e-5, rtol=1e-5)
 
 
-def test_lean_ffn_keeps_one_hidden_map_in_training():
-    plain, lean, norm = ffn_pair()
+def test_fast_ffn_keeps_one_hidden_map_in_training():
+    plain, fast, norm = ffn_pair()
     x = torch.randn(1, 8, 8, 12, requires_grad=True)
 
     def hidden_maps_kept(ffn):
@@ -65,16 +63,16 @@ def test_lean_ffn_keeps_one_hidden_map_in_training():
         return len(storages)
 
     assert hidden_maps_kept(plain) == 3  # fc1 output, GELU output, conv sum
-    assert hidden_maps_kept(lean) == 1  # fc1 output only
+    assert hidden_maps_kept(fast) == 1  # fc1 output only
 
 
-def test_lean_ffn_trains_under_bf16_autocast():
-    plain, lean, norm = ffn_pair()
+def test_fast_ffn_trains_under_bf16_autocast():
+    plain, fast, norm = ffn_pair()
     x, weights = torch.randn(2, 6, 7, 12), torch.randn(2, 6, 7, 12)
     with torch.autocast('cpu', dtype=torch.bfloat16):
-        out = lean(x, norm)
+        out = fast(x, norm)
     assert out.dtype == torch.bfloat16
-    got = torch.autograd.grad((out.float() * weights).sum(), all_params(lean, norm))
+    got = torch.autograd.grad((out.float() * weights).sum(), all_params(fast, norm))
     expected = torch.autograd.grad((plain(x, norm) * weights).sum(), all_params(plain, norm))
     for ours, ref in zip(got, expected):
         assert ours.dtype == torch.float32 and torch.isfinite(ours).all()
