@@ -2,12 +2,41 @@
 
 torch and mmcv (with its compiled ops) are prerequisites installed first, the
 OpenMMLab way (see requirements/mminstall.txt and ``make setup``).
+
+A built wheel also carries the configs, tools, demo and ``model-index.yml`` in
+``mmrmt/.mim/`` (as mmdet's and mmseg's wheels do), so that without a clone
+mim finds the model zoo and configs inherit ours as ``mmrmt::rmt/...py``.
+The files are copied into the build folder only: the source tree is left as
+it is, and an editable install reads them where they are.
 """
+import shutil
 from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).parent
+
+#: Top-level files and folders shipped in ``mmrmt/.mim/``.
+MIM_FILES = ('configs', 'demo', 'tools', 'model-index.yml')
+
+
+class BuildPyWithMim(build_py):
+    """``build_py`` that also copies :data:`MIM_FILES` into ``mmrmt/.mim`` of the build."""
+
+    def run(self) -> None:
+        super().run()
+        if self.editable_mode:
+            return
+        mim_dir = Path(self.build_lib) / 'mmrmt' / '.mim'
+        for name in MIM_FILES:
+            source, target = ROOT / name, mim_dir / name
+            if source.is_dir():
+                shutil.copytree(source, target, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
 
 
 def read_version() -> str:
@@ -36,4 +65,5 @@ setup(
     },
     license='Apache License 2.0',
     zip_safe=False,
+    cmdclass={'build_py': BuildPyWithMim},
 )

@@ -6,7 +6,7 @@ import pytest
 from mmrmt.datasets import make_demo_data
 
 TESTS = Path(__file__).parent
-sys.path.insert(0, str(TESTS))  # for the helper modules beside the tests
+sys.path.insert(0, str(TESTS))  # for the shared helpers package, tests/helpers
 
 
 @pytest.fixture(scope='session')

@@ -5,7 +5,7 @@ One tool for MMDetection and MMSegmentation configs; the config's
 bbox/segm mAP (CocoMetric) for detection, mIoU (IoUMetric) for segmentation.
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE_OR_DIR]
-                         [--show-dir DIR] [--cfg-options KEY=VALUE ...]
+                         [--show-dir DIR] [--tta] [--cfg-options KEY=VALUE ...]
                          [--launcher pytorch]
 
 ``--out``: detection dumps the predictions to a .pkl file (mmdet's
@@ -24,6 +24,7 @@ from mmengine.config import Config
 from mmrmt.utils import (PreflightError, build_runner, check_checkpoint_file,
                          check_dataloader_paths, check_evaluator_files, load_run_config,
                          parse_launch_args, run_phase)
+from mmrmt.utils.test_time_aug import use_test_time_aug
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
@@ -40,6 +41,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--show', action='store_true', help='show the predictions in a window')
     parser.add_argument('--show-dir', help='folder receiving images painted with the predictions')
     parser.add_argument('--wait-time', type=float, default=2, help='seconds each shown image stays')
+    parser.add_argument('--tta', action='store_true',
+                        help="test-time augmentation: the config's tta_pipeline views (scales, "
+                        'flips) merged by its tta_model')
     return parse_launch_args(parser)
 
 
@@ -71,6 +75,8 @@ def main() -> None:
         check_evaluator_files(cfg, ['test_evaluator'])
         if args.show or args.show_dir:
             enable_visualization(cfg, args)
+        if args.tta:
+            use_test_time_aug(cfg)
         if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
             raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
     except PreflightError as error:

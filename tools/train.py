@@ -5,7 +5,7 @@ One tool for MMDetection and MMSegmentation configs: the config's
 build the run. Without CUDA it trains on the CPU, and distributed runs
 (``--launcher pytorch``, see tools/dist_train.sh) use the gloo backend.
 
-    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--auto-scale-lr]
                           [--cfg-options KEY=VALUE ...] [--launcher pytorch]
 """
 import argparse
@@ -18,6 +18,7 @@ from mmrmt.engine import ResumeRNGHook
 from mmrmt.utils import (PreflightError, build_runner, check_checkpoint_file,
                          check_dataloader_paths, check_evaluator_files, load_run_config,
                          parse_launch_args, run_phase)
+from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
@@ -34,6 +35,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         '--amp', action='store_true',
         help='automatic mixed precision (float16 with dynamic loss scaling; needs CUDA)')
+    parser.add_argument(
+        '--auto-scale-lr', action='store_true',
+        help='scale the learning rate by the batch size of the run over the '
+        "config's auto_scale_lr.base_batch_size")
     return parse_launch_args(parser)
 
 
@@ -46,6 +51,8 @@ def main() -> None:
                 raise PreflightError('--amp needs a CUDA device; train without --amp on the CPU')
             cfg.optim_wrapper.type = 'AmpOptimWrapper'
             cfg.optim_wrapper.loss_scale = 'dynamic'
+        if args.auto_scale_lr:
+            enable_auto_scale_lr(cfg)
         if args.resume == 'auto':
             cfg.resume, cfg.load_from = True, None
         elif args.resume is not None:

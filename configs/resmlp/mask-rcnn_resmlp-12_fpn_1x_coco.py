@@ -1,7 +1,7 @@
 # Mask R-CNN 1x with ResMLP-12 (no paper number), the RMT recipe: AdamW,
 # lr 1e-4, weight decay 0.05. The stride-4 level's norm is SyncBN.
 _base_ = [
-    'mmdet::_base_/models/mask-rcnn_r50_fpn.py', 'mmdet::_base_/datasets/coco_instance.py',
+    'mmdet::_base_/models/mask-rcnn_r50_fpn.py', '../_base_/datasets/coco_instance.py',
     '../_base_/schedules/det_adamw_1x.py', 'mmdet::_base_/default_runtime.py'
 ]
 custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)

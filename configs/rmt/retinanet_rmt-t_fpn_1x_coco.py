@@ -1,7 +1,7 @@
 # RetinaNet 1x with RMT-T (RMT paper, Table 2). Stages 2-4 feed the FPN,
 # which adds P6/P7 from its input (as mmdet's Swin RetinaNet).
 _base_ = [
-    'mmdet::_base_/models/retinanet_r50_fpn.py', 'mmdet::_base_/datasets/coco_detection.py',
+    'mmdet::_base_/models/retinanet_r50_fpn.py', '../_base_/datasets/coco_detection.py',
     '../_base_/schedules/det_adamw_1x.py', 'mmdet::_base_/default_runtime.py'
 ]
 custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import timm
 import torch
-from upstream_layouts import random_upstream_state_dict
+from helpers.upstream_layouts import random_upstream_state_dict
 from zoo_configs import CONFIG_DIR, load_config
 
 from mmrmt.registry import MMDET_MODELS

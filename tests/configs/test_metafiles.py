@@ -1,4 +1,5 @@
 """Each zoo folder's metafile.yml lists its configs with what the configs say."""
+import re
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,19 @@ def test_metafile_matches_configs(folder: str):
         else:
             assert cfg.train_dataloader.dataset.type == 'ADE20KDataset'
             assert meta['Iterations'] == cfg.train_cfg.max_iters
-        assert model['Weights'] == cfg.model.backbone.init_cfg.checkpoint
+        # mim's Weights are a trained model's checkpoint: none is published here
+        assert 'Weights' not in model
+        assert meta['Pretrained Backbone']['Checkpoint'] == cfg.model.backbone.init_cfg.checkpoint
+        assert 'ImageNet-1k' in meta['Pretrained Backbone']['Source']
+        # --auto-scale-lr: the learning rate is set for the batch the metafile names
+        gpus, images = map(int, re.fullmatch(r'(\d+)x GPUs, (\d+) images each',
+                                             meta['Training Resources']).groups())
+        assert cfg.auto_scale_lr == dict(enable=False, base_batch_size=gpus * images)
+        assert gpus * images == 16 and cfg.train_dataloader.batch_size == images
+        # --tta: a TTA model and pipeline, as mmdet's and mmseg's configs have
+        assert cfg.tta_model.type == ('InstanceSegTTAModel' if meta['Training Data'] == 'COCO'
+                                      else 'SegTTAModel')
+        assert cfg.tta_pipeline[-1].type == 'TestTimeAug'
         for result in model.get('Results', []):
             assert result['Dataset'] == meta['Training Data'] and result['Task'] in TASKS[result['Dataset']]
         assert meta['Results Source'].startswith(

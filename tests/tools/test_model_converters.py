@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from upstream_layouts import random_upstream_state_dict
+from helpers.upstream_layouts import random_upstream_state_dict
 
 from mmrmt.models.backbones import RMT, ResT
 

@@ -1,14 +1,7 @@
 """A run interrupted after 2 iterations and resumed ends with exactly the
 weights of an uninterrupted 4-iteration run (same seed, deterministic mode)."""
 import torch
-from tool_process import DET_CONFIG, check_ok, det_data_options, run_tool
-
-from mmrmt.utils import allow_mmengine_checkpoints
-
-
-def load(path):
-    with allow_mmengine_checkpoints():
-        return torch.load(path, map_location='cpu', weights_only=True)
+from tool_process import DET_CONFIG, check_ok, det_data_options, load_checkpoint, run_tool
 
 
 def test_interrupted_and_resumed_equals_uninterrupted(det_work_dir, demo_root, tmp_path):
@@ -22,7 +15,7 @@ def test_interrupted_and_resumed_equals_uninterrupted(det_work_dir, demo_root, t
     check_ok(result)
     assert 'resumed epoch: 0, iter: 2' in result.stdout + result.stderr
 
-    straight, continued = load(det_work_dir / 'iter_4.pth'), load(resumed / 'iter_4.pth')
+    straight, continued = load_checkpoint(det_work_dir / 'iter_4.pth'), load_checkpoint(resumed / 'iter_4.pth')
     assert continued['meta']['iter'] == 4
     assert straight['state_dict'].keys() == continued['state_dict'].keys()
     differing = [key for key, value in straight['state_dict'].items()

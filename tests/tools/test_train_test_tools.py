@@ -1,32 +1,15 @@
 """tools/train.py trains detection and segmentation configs and writes
 checkpoints; tools/test.py evaluates them with the configs' metrics."""
 import pickle
-import re
 
 import numpy as np
-import pytest
-import torch
 from PIL import Image
-from tool_process import DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, run_tool, seg_data_options
-
-from mmrmt.utils import allow_mmengine_checkpoints
-
-METRIC = r'{}: (-?\d+\.\d+)'
-
-
-def metric(output: str, name: str) -> float:
-    found = re.findall(METRIC.format(re.escape(name)), output)
-    assert found, f'{name} not printed:\n{output[-2000:]}'
-    return float(found[-1])
-
-
-def load(path):
-    with allow_mmengine_checkpoints():
-        return torch.load(path, map_location='cpu', weights_only=True)
+from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, load_checkpoint, metric,
+                          run_tool, seg_data_options)
 
 
 def test_train_writes_detection_checkpoints(det_work_dir):
-    checkpoint = load(det_work_dir / 'iter_4.pth')
+    checkpoint = load_checkpoint(det_work_dir / 'iter_4.pth')
     assert checkpoint['meta']['iter'] == 4
     assert any(key.startswith('backbone.layers.') for key in checkpoint['state_dict'])
     assert (det_work_dir / 'iter_2.pth').is_file()
@@ -47,16 +30,8 @@ def test_test_prints_coco_map_and_dumps(det_work_dir, demo_root, tmp_path):
     assert len(list(show.glob('*.jpg'))) == 8
 
 
-@pytest.fixture(scope='module')
-def seg_work_dir(demo_root, tmp_path_factory):
-    work_dir = tmp_path_factory.mktemp('seg_train')
-    check_ok(run_tool(['train.py', SEG_CONFIG, '--work-dir', work_dir, '--cfg-options',
-                       'train_cfg.val_interval=100', *seg_data_options(demo_root)]))
-    return work_dir
-
-
 def test_segmentation_train_then_test_prints_miou(seg_work_dir, demo_root, tmp_path):
-    assert load(seg_work_dir / 'iter_4.pth')['meta']['iter'] == 4
+    assert load_checkpoint(seg_work_dir / 'iter_4.pth')['meta']['iter'] == 4
     out, show = tmp_path / 'label_maps', tmp_path / 'show'
     result = run_tool(['test.py', SEG_CONFIG, seg_work_dir / 'iter_4.pth', '--work-dir',
                        tmp_path / 'work', '--out', out, '--show-dir', show, '--cfg-options',

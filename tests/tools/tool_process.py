@@ -1,10 +1,15 @@
 """Run the repository's tools in subprocesses, as a user would, on the demo data."""
 import os
+import re
 import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import List, Sequence
+
+import torch
+
+from mmrmt.utils import allow_mmengine_checkpoints
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIGS = REPO / 'tests' / 'data' / 'configs'
@@ -47,3 +52,16 @@ def free_port() -> int:
 
 def check_ok(result: subprocess.CompletedProcess) -> None:
     assert result.returncode == 0, f'tool failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}'
+
+
+def metric(output: str, name: str) -> float:
+    """The last value of metric ``name`` a tool printed."""
+    found = re.findall(rf'{re.escape(name)}: (-?\d+\.\d+)', output)
+    assert found, f'{name} not printed:\n{output[-2000:]}'
+    return float(found[-1])
+
+
+def load_checkpoint(path: Path) -> dict:
+    """A checkpoint written by the tools, loaded weights-only."""
+    with allow_mmengine_checkpoints():
+        return torch.load(path, map_location='cpu', weights_only=True)

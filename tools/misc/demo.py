@@ -4,8 +4,9 @@
 2. trains RMT-T Mask R-CNN (configs/demo/mask-rcnn_rmt-t_fpn_demo.py) from
    scratch, showing a progress line;
 3. evaluates it on the validation split with the COCO metric (bbox, segm);
-4. paints its predictions (masks, boxes, labels) on a validation picture and
-   prints where the picture is.
+4. paints its predictions (masks, boxes, labels) on a validation picture with
+   the image demo's code (mmrmt.apis, as demo/image_demo.py) and prints where
+   the picture and the predictions' JSON file are.
 
     python tools/misc/demo.py [--work-dir work_dirs/demo] [--score-thr 0.5]
                               [--threads 1] [--cfg-options KEY=VALUE ...]
@@ -18,12 +19,12 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-import cv2
-import numpy as np
 import torch
 from mmengine.config import DictAction
 from mmengine.hooks import Hook
+from mmengine.runner import find_latest_checkpoint
 
+from mmrmt.apis import build_inferencer, output_files, predict_images
 from mmrmt.datasets import make_demo_data
 from mmrmt.utils import build_runner, load_run_config, run_phase
 
@@ -85,37 +86,6 @@ def busiest_val_image(ann_file: Path) -> str:
     return best['file_name']
 
 
-def paint_predictions(model, cfg, dataset_meta: dict, image_path: Path, out_file: Path,
-                      score_thr: float) -> int:
-    """Run the model on one picture and paint masks, boxes and labels.
-
-    Returns:
-        int: How many detections scored at least ``score_thr``.
-    """
-    from mmdet.apis import inference_detector
-    from mmdet.visualization import DetLocalVisualizer
-
-    model.cfg = cfg
-    result = inference_detector(model, str(image_path))
-    predictions = result.pred_instances
-    predictions = predictions[predictions.scores >= score_thr]
-    predictions.bboxes = predictions.bboxes * PICTURE_SCALE
-    predictions.masks = torch.from_numpy(np.stack([
-        cv2.resize(mask.numpy().astype(np.uint8), None, fx=PICTURE_SCALE, fy=PICTURE_SCALE,
-                   interpolation=cv2.INTER_NEAREST) for mask in predictions.masks.cpu()
-    ]) if len(predictions) else np.zeros((0, ) + tuple(s * PICTURE_SCALE for s in result.ori_shape)))
-    result.pred_instances = predictions
-
-    image = cv2.cvtColor(cv2.imread(str(image_path)), cv2.COLOR_BGR2RGB)
-    image = cv2.resize(image, None, fx=PICTURE_SCALE, fy=PICTURE_SCALE, interpolation=cv2.INTER_CUBIC)
-    visualizer = DetLocalVisualizer(name='demo_picture')
-    visualizer.dataset_meta = dataset_meta
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    visualizer.add_datasample('demo', image, data_sample=result, draw_gt=False,
-                              pred_score_thr=score_thr, out_file=str(out_file))
-    return len(predictions)
-
-
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--work-dir', default=str(REPO / 'work_dirs' / 'demo'),
@@ -155,16 +125,18 @@ def main(args: Optional[argparse.Namespace] = None) -> None:
     metrics = runner.test()
     test_seconds = time.monotonic() - start
 
-    picture = busiest_val_image(DATA_ROOT / 'coco' / 'annotations' / 'instances_val.json')
-    out_file = Path(args.work_dir) / 'demo_predictions.png'
-    count = paint_predictions(runner.model, cfg, runner.test_dataloader.dataset.metainfo,
-                              DATA_ROOT / 'coco' / 'val' / picture, out_file, args.score_thr)
+    picture = DATA_ROOT / 'coco' / 'val' / busiest_val_image(
+        DATA_ROOT / 'coco' / 'annotations' / 'instances_val.json')
+    outputs = output_files([picture], Path(args.work_dir), force=True)  # the demo's own folder
+    inferencer = build_inferencer(cfg, find_latest_checkpoint(args.work_dir), device='cpu')
+    count = predict_images(inferencer, outputs, args.score_thr, picture_scale=PICTURE_SCALE)[picture]
     print(f'[demo] training took {format_seconds(train_seconds)}, evaluation '
           f'{format_seconds(test_seconds)}')
     print(f'[demo] bbox mAP {metrics["coco/bbox_mAP"]:.3f}   bbox mAP@0.5 '
           f'{metrics["coco/bbox_mAP_50"]:.3f}   segm mAP {metrics["coco/segm_mAP"]:.3f}   '
           f'segm mAP@0.5 {metrics["coco/segm_mAP_50"]:.3f}')
-    print(f'[demo] {count} detections (score >= {args.score_thr}) on {picture}: {out_file}')
+    print(f'[demo] {count} detections (score >= {args.score_thr}) on {picture.name}: '
+          f'{outputs[picture].picture} (all detections: {outputs[picture].predictions})')
 
 
 if __name__ == '__main__':

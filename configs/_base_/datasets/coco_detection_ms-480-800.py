@@ -1,5 +1,5 @@
 # COCO detection with the multi-scale training of coco_instance_ms-480-800.
-_base_ = 'mmdet::_base_/datasets/coco_detection.py'
+_base_ = './coco_detection.py'
 
 train_pipeline = [
     dict(type='LoadImageFromFile', backend_args={{_base_.backend_args}}),

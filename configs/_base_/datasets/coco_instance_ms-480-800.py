@@ -1,6 +1,6 @@
 # COCO instance segmentation with the "+MS" training of the 3x recipes: the
 # shorter side is drawn uniformly from [480, 800], the longer side capped at 1333.
-_base_ = 'mmdet::_base_/datasets/coco_instance.py'
+_base_ = './coco_instance.py'
 
 train_pipeline = [
     dict(type='LoadImageFromFile', backend_args={{_base_.backend_args}}),

@@ -1,6 +1,8 @@
 # The synthetic demo semantic set (mmrmt.datasets.make_demo_data): 128x128
 # sky-and-ground scenes with shapes, ADE20K layout (0 = unlabelled).
 # BaseSegDataset, as ADE20KDataset only accepts subsets of its own classes.
+# tools/test.py --tta uses ade20k.py's tta_pipeline (six scales, flipped and
+# not) and the SegTTAModel of mmseg's default_runtime.py.
 _base_ = 'mmseg::_base_/datasets/ade20k.py'
 
 dataset_type = 'BaseSegDataset'
@@ -34,3 +36,7 @@ val_dataloader = dict(
     dataset=dict(type=dataset_type, data_root=data_root, metainfo=metainfo, reduce_zero_label=True,
                  pipeline=test_pipeline))
 test_dataloader = val_dataloader
+
+# The learning rates of the demo configs are meant for batches of this size
+# (tools/train.py --auto-scale-lr rescales them to the batch size of the run).
+auto_scale_lr = dict(enable=False, base_batch_size=4)

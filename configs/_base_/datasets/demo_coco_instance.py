@@ -1,6 +1,6 @@
 # The synthetic demo instance set (mmrmt.datasets.make_demo_data): 128x128
 # images of circles, squares and triangles in COCO format.
-_base_ = 'mmdet::_base_/datasets/coco_instance.py'
+_base_ = ['./coco_instance.py']
 
 data_root = 'data/demo/coco/'
 metainfo = dict(classes=('circle', 'square', 'triangle'),
@@ -37,3 +37,16 @@ test_dataloader = val_dataloader
 
 val_evaluator = dict(ann_file=data_root + 'annotations/instances_val.json')
 test_evaluator = val_evaluator
+
+# The learning rates of the demo configs are meant for batches of this size
+# (tools/train.py --auto-scale-lr rescales them to the batch size of the run).
+auto_scale_lr = dict(enable=False, base_batch_size=4)
+
+# tools/test.py --tta: coco_tta.py's views at this set's scales (x0.75, x1, x1.25)
+tta_scales = [(96, 96), image_scale, (160, 160)]
+tta_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='TestTimeAug',
+         transforms=[[dict(type='Resize', scale=scale, keep_ratio=True) for scale in tta_scales],
+                     {{_base_.tta_flips}}, {{_base_.tta_annotations}}, {{_base_.tta_packing}}])
+]

@@ -13,3 +13,7 @@ optim_wrapper = dict(
             '.alpha': dict(decay_mult=0.), '.beta': dict(decay_mult=0.)
         }))
 param_scheduler = [dict(type='PolyLR', eta_min=0., power=0.9, begin=0, end=80000, by_epoch=False)]
+
+# The learning rates assume batches of 16 images (4 GPUs x 4); tools/train.py
+# --auto-scale-lr rescales them to the batch size of the run (as mmdet's schedules).
+auto_scale_lr = dict(enable=False, base_batch_size=16)

@@ -8,6 +8,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.checkpoint import checkpoint
 
 from mmrmt.checkpoint import load_pretrained
+from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, check_arg
 
 
 class PyramidBackbone(BaseModule):
@@ -22,18 +23,28 @@ class PyramidBackbone(BaseModule):
     ``dropped_checkpoint_prefixes`` (classifier keys of ImageNet files) and
     ``new_checkpoint_prefixes`` (its keys that such files cannot have).
 
+    Every argument is checked here, once for all backbones (a subclass checks
+    its ``arch`` with :func:`resolve_arch`); a bad one raises a one-line
+    ``TypeError`` or ``ValueError`` naming it and the values allowed. Each
+    forward pass starts with :meth:`check_input`, which refuses, among
+    others, an empty batch.
+
     Args:
-        in_channels (int): Channels of the input images.
+        in_channels (int): Channels of the input images, >= 1.
         num_stages (int): Number of stages (levels) the backbone can emit.
-        out_indices (Sequence[int]): Stages whose features are returned.
+        out_indices (int | Sequence[int]): Distinct stages whose features are
+            returned; negative indices count from the end.
         frozen_stages (int): -1 freezes nothing, 0 the stem, k the stem and
             the first k stages (their parameters stop learning and their
-            norm layers stay in eval mode).
+            norm layers stay in eval mode); at most ``num_stages``.
         norm_eval (bool): Keep BatchNorm layers in eval mode while training.
         with_cp (bool): Trade compute for memory with activation checkpointing.
         init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
             loads an upstream ImageNet checkpoint; ``prefix`` may select a
             sub-module of a bigger checkpoint.
+        drop_path_rate (float): Stochastic depth rate of the last block, in
+            [0, 1).
+        norm_cfg (dict): Config of the backbone's BatchNorm-like layers.
     """
 
     dropped_checkpoint_prefixes: Tuple[str, ...] = ()
@@ -42,34 +53,58 @@ class PyramidBackbone(BaseModule):
     def __init__(self,
                  in_channels: int,
                  num_stages: int,
-                 out_indices: Sequence[int],
+                 out_indices: Union[int, Sequence[int]],
                  frozen_stages: int,
                  norm_eval: bool,
                  with_cp: bool,
-                 init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
-        super().__init__(init_cfg=init_cfg)
+                 init_cfg: Optional[dict] = None,
+                 *,
+                 drop_path_rate: float,
+                 norm_cfg: dict) -> None:
         name = type(self).__name__
-        if isinstance(out_indices, int):
-            out_indices = (out_indices, )
-        out_indices = tuple(index % num_stages if -num_stages <= index < 0 else index
-                            for index in out_indices)
-        bad = [index for index in out_indices if not 0 <= index < num_stages]
-        if bad or not out_indices or len(set(out_indices)) != len(out_indices):
-            raise ValueError(f'{name}: out_indices must be distinct stage indices in '
-                             f'[0, {num_stages - 1}], got {tuple(out_indices)}.')
-        if not -1 <= frozen_stages <= num_stages:
-            raise ValueError(f'{name}: frozen_stages must be in [-1, {num_stages}], '
-                             f'got {frozen_stages}.')
-        if init_cfg is not None and (not isinstance(init_cfg, dict)
-                                     or init_cfg.get('type') != 'Pretrained'):
-            raise ValueError(f"{name}: init_cfg must be dict(type='Pretrained', "
-                             f"checkpoint=PATH) or None, got {init_cfg!r}.")
+        check_arg(name, 'in_channels', in_channels, POSITIVE_INT)
+        out_indices = self._stage_indices(out_indices, num_stages)
+        check_arg(name, 'frozen_stages', frozen_stages,
+                  ArgKind(INT, lambda value: -1 <= value <= num_stages,
+                          f'an int in [-1, {num_stages}] (-1: none, 0: the stem, k: the stem and '
+                          'the first k stages)'))
+        check_arg(name, 'drop_path_rate', drop_path_rate, DROP_RATE)
+        check_arg(name, 'norm_eval', norm_eval, BOOL)
+        check_arg(name, 'with_cp', with_cp, BOOL)
+        if not isinstance(norm_cfg, dict) or not isinstance(norm_cfg.get('type'), str):
+            raise TypeError(f"{name}: norm_cfg must be a dict with a 'type', e.g. dict(type='BN') or "
+                            f"dict(type='SyncBN', requires_grad=True), got {norm_cfg!r}.")
+        self._check_init_cfg(init_cfg)
+        super().__init__(init_cfg=init_cfg)
         self.in_channels = in_channels
         self.num_stages = num_stages
-        self.out_indices = tuple(sorted(out_indices))
+        self.out_indices = out_indices
         self.frozen_stages = frozen_stages
         self.norm_eval = norm_eval
         self.with_cp = with_cp
+
+    def _stage_indices(self, out_indices: Union[int, Sequence[int]], num_stages: int) -> Tuple[int, ...]:
+        """``out_indices`` as ascending stage indices, negative ones counted from the end."""
+        indices = (out_indices, ) if isinstance(out_indices, int) else out_indices
+        if (not isinstance(indices, Sequence) or isinstance(indices, str) or not indices
+                or any(not isinstance(i, int) or isinstance(i, bool) or not -num_stages <= i < num_stages
+                       for i in indices)
+                or len({i % num_stages for i in indices}) != len(indices)):
+            raise ValueError(f'{type(self).__name__}: out_indices must be distinct stage indices in '
+                             f'[0, {num_stages - 1}] (negative ones count from the end), got {out_indices!r}.')
+        return tuple(sorted(i % num_stages for i in indices))
+
+    def _check_init_cfg(self, init_cfg: Optional[dict]) -> None:
+        """Accept None or ``dict(type='Pretrained', checkpoint=PATH[, prefix=STR])`` only."""
+        if init_cfg is None:
+            return
+        allowed = ('type', 'checkpoint', 'prefix')
+        if (not isinstance(init_cfg, dict) or init_cfg.get('type') != 'Pretrained'
+                or not isinstance(init_cfg.get('checkpoint'), str) or not init_cfg['checkpoint']
+                or not isinstance(init_cfg.get('prefix', ''), str) or set(init_cfg) - set(allowed)):
+            raise ValueError(f"{type(self).__name__}: init_cfg must be None or dict(type='Pretrained', "
+                             f"checkpoint=PATH_OR_URL) with an optional prefix=STR (keys {list(allowed)}), "
+                             f'got {init_cfg!r}.')
 
     # --- to be provided by subclasses ---------------------------------------
     def _frozen_modules(self) -> List[nn.Module]:
@@ -94,10 +129,40 @@ class PyramidBackbone(BaseModule):
         return self.output_norm(stage)(x).permute(0, 3, 1, 2).contiguous()
 
     def check_input(self, x: torch.Tensor) -> None:
-        """Fail clearly when the input is not (B, in_channels, H, W)."""
+        """Fail clearly unless ``x`` is a (B, in_channels, H, W) float tensor the model can take.
+
+        Reads only the tensor's metadata. An empty input (B, H or W = 0) is
+        refused by every backbone rather than passed through: no detector or
+        segmentor sends one, and in training BatchNorm would take statistics
+        of nothing. The dtype must be floating point and the model's (under
+        ``torch.autocast``, any floating dtype), the device the model's.
+
+        Raises:
+            TypeError: Not a tensor, not floating point, or another dtype.
+            ValueError: Another shape or channel count, an empty input, or
+                another device.
+        """
+        name = type(self).__name__
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f'{name} expects a (B, {self.in_channels}, H, W) torch.Tensor, '
+                            f'got {type(x).__name__}.')
         if x.dim() != 4 or x.shape[1] != self.in_channels:
-            raise ValueError(f'{type(self).__name__} expects (B, {self.in_channels}, H, W) '
-                             f'inputs (in_channels={self.in_channels}), got {tuple(x.shape)}.')
+            raise ValueError(f'{name} expects (B, {self.in_channels}, H, W) inputs '
+                             f'(in_channels={self.in_channels}), got {tuple(x.shape)}.')
+        if x.shape[0] == 0 or x.shape[2] == 0 or x.shape[3] == 0:
+            raise ValueError(f'{name}: the input {tuple(x.shape)} is empty; pass at least one image '
+                             'of at least 1x1 pixels (an empty batch is refused, not passed through).')
+        if not x.is_floating_point():
+            raise TypeError(f'{name}: the input dtype {x.dtype} is not floating point; convert the '
+                            'images first, e.g. x.float() (normalised as the data preprocessor does).')
+        weight = next(self.parameters())
+        if x.dtype != weight.dtype and not torch.is_autocast_enabled(x.device.type):
+            raise TypeError(f'{name}: the input dtype {x.dtype} differs from the model dtype '
+                            f'{weight.dtype}; convert one to the other (x.to({weight.dtype}) or '
+                            f'model.to({x.dtype})) or run under torch.autocast.')
+        if x.device != weight.device:
+            raise ValueError(f'{name}: the input is on {x.device} but the model on {weight.device}; '
+                             f"move one to the other (x.to('{weight.device}')).")
 
     def run_block(self, block: nn.Module, *args) -> torch.Tensor:
         """Call ``block``, through activation checkpointing when ``with_cp``."""

@@ -19,7 +19,7 @@ from timm.layers import DropPath, Mlp, lecun_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from .arch import resolve_arch
+from .arch import BOOL, POSITIVE_INT, POSITIVE_REAL, POWER_OF_TWO, check_arg, resolve_arch
 from .base_backbone import PyramidBackbone
 
 #: Strides of the four pyramid levels.
@@ -223,8 +223,9 @@ class ResMLP(PyramidBackbone):
         **dict.fromkeys(['36', 's36'], dict(embed_dims=384, depth=36, patch_size=16, layer_scale_init=1e-6)),
         **dict.fromkeys(['big-24', 'b24'], dict(embed_dims=768, depth=24, patch_size=8, layer_scale_init=1e-6)),
     }
-    required_arch_keys = ('embed_dims', 'depth', 'patch_size')
-    optional_arch_keys = ('mlp_ratio', 'layer_scale_init', 'window_size')
+    #: What a custom arch holds: required and optional scalars.
+    arch_args = dict(embed_dims=POSITIVE_INT, depth=POSITIVE_INT, patch_size=POWER_OF_TWO)
+    optional_arch_args = dict(mlp_ratio=POSITIVE_REAL, layer_scale_init=POSITIVE_REAL, window_size=POSITIVE_INT)
     dropped_checkpoint_prefixes = ('head.', )
     new_checkpoint_prefixes = ('out_norms.', 'rescales.')
 
@@ -241,17 +242,24 @@ class ResMLP(PyramidBackbone):
                  with_cp: bool = False,
                  init_cfg: Optional[dict] = None) -> None:
         settings = self._settings(arch)
+        check_arg('ResMLP', 'shift_windows', shift_windows, BOOL)
         dims, depth, patch = settings['embed_dims'], settings['depth'], settings['patch_size']
-        out_levels = tuple(out_levels)
-        if not out_levels or list(out_levels) != sorted(set(out_levels)) or not set(out_levels) <= {0, 1, 2, 3}:
+        levels = tuple(out_levels) if isinstance(out_levels, Sequence) and not isinstance(out_levels, str) else ()
+        if (not levels or list(levels) != sorted(set(levels)) or not set(levels) <= {0, 1, 2, 3}
+                or any(isinstance(level, bool) for level in levels)):
             raise ValueError(f'ResMLP: out_levels must be ascending distinct pyramid levels among '
                              f'(0, 1, 2, 3) (strides {LEVEL_STRIDES}), got {out_levels!r}.')
+        out_levels = levels
         if out_indices is None:
             out_indices = tuple(depth * (level + 1) // len(LEVEL_STRIDES) - 1 for level in out_levels)
-        if isinstance(out_indices, int) or len(out_indices) != len(out_levels):
+        if not isinstance(out_indices, Sequence) or len(out_indices) != len(out_levels):
             raise ValueError(f'ResMLP: out_indices must name one block for each of the out_levels '
                              f'{out_levels}, got {out_indices!r}.')
-        super().__init__(in_channels, depth, out_indices, frozen_stages, norm_eval, with_cp, init_cfg)
+        super().__init__(in_channels, depth, out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
+                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg)
+        if [index % depth for index in out_indices] != list(self.out_indices):
+            raise ValueError(f'ResMLP: out_indices must be ascending (the block of each level of out_levels, '
+                             f'in order), got {out_indices!r}.')
         self.embed_dims = dims
         self.depth = depth
         self.out_levels = out_levels
@@ -277,20 +285,11 @@ class ResMLP(PyramidBackbone):
 
     @classmethod
     def _settings(cls, arch: Union[str, dict]) -> dict:
-        settings = resolve_arch(arch, cls.arch_zoo, (), 'ResMLP')
-        missing = [key for key in cls.required_arch_keys if key not in settings]
-        unknown = [key for key in settings if key not in cls.required_arch_keys + cls.optional_arch_keys]
-        if missing or unknown:
-            raise KeyError(f'ResMLP: a custom arch needs the keys {list(cls.required_arch_keys)} and may '
-                           f'have {list(cls.optional_arch_keys)}; missing {missing}, unknown {unknown}.')
-        patch = settings['patch_size']
-        if not isinstance(patch, int) or patch < 1 or patch & (patch - 1):
-            raise ValueError(f'ResMLP: arch patch_size must be a power of two (the pyramid rescales by '
-                             f'powers of two), got {patch!r}.')
-        window = settings.get('window_size', 224 // patch)
-        if not isinstance(window, int) or window < 1:
-            raise ValueError(f'ResMLP: arch window_size must be a positive int (the side of the '
-                             f'pretraining token grid), got {window!r}.')
+        settings = resolve_arch(arch, cls.arch_zoo, 'ResMLP', scalars=cls.arch_args,
+                                optional=cls.optional_arch_args)
+        if 'window_size' not in settings:
+            check_arg('ResMLP', "arch['window_size'] (by default 224 // patch_size, the pretraining grid)",
+                      224 // settings['patch_size'], POSITIVE_INT)
         return settings
 
     def output_norm(self, stage: int) -> nn.Module:

@@ -19,7 +19,8 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from .arch import check_heads_divide_dims, resolve_arch
+from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
+                   check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone
 
 
@@ -206,7 +207,10 @@ class ResT(PyramidBackbone):
         'large': dict(embed_dims=[96, 192, 384, 768], depths=[2, 2, 18, 2], num_heads=[1, 2, 4, 8],
                       mlp_ratios=[4, 4, 4, 4], sr_ratios=[8, 4, 2, 1], drop_path_rate=0.2),
     }
-    per_stage_keys = ('embed_dims', 'depths', 'num_heads', 'mlp_ratios', 'sr_ratios')
+    #: What a custom arch holds: one value per stage of each key, and optional scalars.
+    per_stage_args = dict(embed_dims=POSITIVE_INT, depths=NON_NEGATIVE_INT, num_heads=POSITIVE_INT,
+                          mlp_ratios=POSITIVE_REAL, sr_ratios=POSITIVE_INT)
+    optional_arch_args = dict(drop_path_rate=DROP_RATE)
     dropped_checkpoint_prefixes = ('head.', )
     new_checkpoint_prefixes = ('extra_norms.', )
 
@@ -220,16 +224,16 @@ class ResT(PyramidBackbone):
                  norm_cfg: dict = dict(type='BN'),
                  with_cp: bool = False,
                  init_cfg: Optional[dict] = None) -> None:
-        settings = resolve_arch(arch, self.arch_zoo, self.per_stage_keys, 'ResT')
+        settings = resolve_arch(arch, self.arch_zoo, 'ResT', per_stage=self.per_stage_args,
+                                optional=self.optional_arch_args)
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
-        super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg)
-        check_heads_divide_dims(dims, heads, 'ResT')
-        for key, low, meaning in (('depths', 0, 'blocks per stage'), ('sr_ratios', 1, '1: no reduction')):
-            if any(not isinstance(value, int) or value < low for value in settings[key]):
-                raise ValueError(f"ResT: arch[{key!r}] must be integers >= {low} ({meaning}), "
-                                 f'got {settings[key]}.')
         if drop_path_rate is None:
             drop_path_rate = settings.get('drop_path_rate', 0.1)
+        super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
+                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg)
+        check_heads_divide_dims(dims, heads, 'ResT')
+        check_arg('ResT', "arch['embed_dims'][0]", dims[0],
+                  ArgKind(INT, lambda channels: channels >= 2, "an int >= 2 (the stem's hidden convs have half)"))
         self.embed_dims = dims
 
         self.stem = ConvStem(in_channels, dims[0], norm_cfg)

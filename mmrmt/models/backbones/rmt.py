@@ -22,7 +22,8 @@ from torch import nn
 
 from mmrmt.registry import register_backbone
 from ..layers import ChannelsLastDWConv, ConvFFN
-from .arch import check_heads_divide_dims, resolve_arch
+from .arch import (BOOL, NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_heads_divide_dims,
+                   resolve_arch)
 from .base_backbone import PyramidBackbone
 
 ATTENTION_IMPLS = ('fast', 'reference')
@@ -351,9 +352,14 @@ class RMT(PyramidBackbone):
             mlp_ratios=[4, 4, 3, 3], init_values=[2, 2, 2, 2], heads_ranges=[6, 6, 6, 6],
             decomposed=[True, True, True, False], layer_scales=[False, False, True, True])),
     }
-    per_stage_keys = ('embed_dims', 'depths', 'num_heads', 'mlp_ratios', 'init_values',
-                      'heads_ranges', 'decomposed', 'layer_scales')
-    dropped_checkpoint_prefixes = ('proj.', 'norm.', 'head.')
+    #: What a custom arch holds: one value per stage of each key, and optional scalars.
+    per_stage_args = dict(embed_dims=POSITIVE_INT, depths=NON_NEGATIVE_INT, num_heads=POSITIVE_INT,
+                          mlp_ratios=POSITIVE_REAL, init_values=POSITIVE_REAL,
+                          heads_ranges=NON_NEGATIVE_REAL, decomposed=BOOL, layer_scales=BOOL)
+    optional_arch_args = dict(layer_scale_init=POSITIVE_REAL)
+    #: The classifier of the ImageNet files; ``aux_head`` is the per-token
+    #: classifier of the authors' token-labelled checkpoints (RMT-S*/B*/L*).
+    dropped_checkpoint_prefixes = ('proj.', 'norm.', 'head.', 'aux_head.')
     new_checkpoint_prefixes = ('extra_norms.', )
 
     def __init__(self,
@@ -368,9 +374,11 @@ class RMT(PyramidBackbone):
                  attn_impl: str = 'fast',
                  init_cfg: Optional[dict] = None) -> None:
         stem_cls, stage_cls = implementation(attn_impl)
-        settings = resolve_arch(arch, self.arch_zoo, self.per_stage_keys, 'RMT')
+        settings = resolve_arch(arch, self.arch_zoo, 'RMT', per_stage=self.per_stage_args,
+                                optional=self.optional_arch_args)
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
-        super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg)
+        super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
+                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg)
         check_heads_divide_dims(dims, heads, 'RMT')
         for stage, (channels, num_heads) in enumerate(zip(dims, heads)):
             if (channels // num_heads) % 2:

@@ -1,22 +1,21 @@
-"""The ResMLP backbone: timm exactness, windows, pyramid, loading, freezing, errors."""
-import logging
+"""The ResMLP backbone: timm exactness, windows, pyramid, loading, freezing.
+
+What all three backbones share is tested in test_backbone_contract.py.
+"""
 from pathlib import Path
 from typing import List, Tuple
 
 import pytest
 import timm
 import torch
-from mmengine.logging import MMLogger
 from timm.models.mlp_mixer import Affine as TimmAffine
 from timm.models.mlp_mixer import MlpMixer, ResBlock
 
-import mmrmt  # noqa: F401  (registers the backbones)
-from mmrmt.models.backbones import ResMLP
+from mmrmt.models import ResMLP
 from mmrmt.models.backbones.resmlp import mix_in_windows
-from backbone_checks import assert_norm_eval_keeps_batch_norms_in_eval, assert_with_cp_matches_plain
+from helpers.backbones import RESMLP_TINY as TINY
+from helpers.checkpoints import init_and_capture_summary, pretrained, save
 
-#: 4 blocks of width 16, patch 16, 2x2-token windows: several windows at 64x64.
-TINY = dict(embed_dims=16, depth=4, patch_size=16, mlp_ratio=2, window_size=2)
 #: Documented parameters of the four pyramid levels (out_norms + rescales).
 PYRAMID_PARAMS = {'12': 1_774_464, '24': 1_774_464, '36': 1_774_464, 'big-24': 2_366_208}
 
@@ -34,37 +33,9 @@ def randomize(model: torch.nn.Module, seed: int = 0) -> None:
             param.copy_(torch.randn(param.shape, generator=generator) * scale)
 
 
-def save(obj, path: Path) -> str:
-    torch.save(obj, path)
-    return str(path)
-
-
-class LogCapture(logging.Handler):
-    """Collects the messages of mmengine's current logger."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: List[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-    def __enter__(self) -> 'LogCapture':
-        MMLogger.get_current_instance().addHandler(self)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        MMLogger.get_current_instance().removeHandler(self)
-
-
 def load_through_init_cfg(model_args: dict, state_dict: dict, path: Path) -> Tuple[ResMLP, str]:
     """Build ResMLP with ``init_cfg`` pointing at ``state_dict``; return it and the loader's summary."""
-    model = ResMLP(**model_args, init_cfg=dict(type='Pretrained', checkpoint=save({'model': state_dict}, path)))
-    with LogCapture() as capture:
-        model.init_weights()
-    summary = [m for m in capture.messages if 'loaded' in m]
-    assert len(summary) == 1
-    return model, summary[0]
+    return init_and_capture_summary(ResMLP(**model_args, init_cfg=pretrained(save({'model': state_dict}, path))))
 
 
 def block_outputs(model: torch.nn.Module, modules, image: torch.Tensor) -> List[torch.Tensor]:
@@ -148,6 +119,13 @@ def reference_window_mixing(x: torch.Tensor, linear: torch.nn.Linear, window: Tu
     return out.view(batch, height, width, channels)
 
 
+def reference_block(block: torch.nn.Module, x: torch.Tensor, window: Tuple[int, int],
+                    shift: Tuple[int, int]) -> torch.Tensor:
+    """What a ResMLP block computes, its window mixing done token by token."""
+    after_tokens = x + block.ls1 * reference_window_mixing(block.norm1(x), block.linear_tokens, window, shift)
+    return after_tokens + block.ls2 * block.mlp_channels(block.norm2(after_tokens))
+
+
 @pytest.mark.parametrize('grid,window,shift', [
     ((4, 4), (4, 4), (0, 0)),    # one full window
     ((3, 2), (4, 4), (0, 0)),    # grid smaller than the window: zero padding
@@ -172,10 +150,7 @@ def test_padding_comes_after_the_affine_pre_norm():
     block = model.blocks[0]
     x = torch.randn(1, 3, 2, 8)
     with torch.no_grad():
-        mixed = reference_window_mixing(block.norm1(x), block.linear_tokens, (4, 4), (0, 0))
-        after_tokens = x + block.ls1 * mixed
-        expected = after_tokens + block.ls2 * block.mlp_channels(block.norm2(after_tokens))
-        torch.testing.assert_close(block(x), expected, rtol=0, atol=1e-5)
+        torch.testing.assert_close(block(x), reference_block(block, x, (4, 4), (0, 0)), rtol=0, atol=1e-5)
 
 
 def test_shift_moves_windows_of_odd_blocks_only_on_grids_larger_than_a_window():
@@ -188,10 +163,7 @@ def test_shift_moves_windows_of_odd_blocks_only_on_grids_larger_than_a_window():
     randomize(block)
     x = torch.randn(1, 5, 5, 16)
     with torch.no_grad():
-        mixed = reference_window_mixing(block.norm1(x), block.linear_tokens, (2, 2), (1, 1))
-        after_tokens = x + block.ls1 * mixed
-        expected = after_tokens + block.ls2 * block.mlp_channels(block.norm2(after_tokens))
-        torch.testing.assert_close(block(x), expected, rtol=0, atol=1e-5)
+        torch.testing.assert_close(block(x), reference_block(block, x, (2, 2), (1, 1)), rtol=0, atol=1e-5)
 
 
 # --- pyramid and sizes ----------------------------------------------------------------------------
@@ -297,25 +269,14 @@ def test_authors_checkpoint_layout_is_converted(tmp_path):
     assert all(torch.equal(state[k], v) for k, v in reference.state_dict().items() if not k.startswith('head.'))
 
 
-def test_checkpoint_of_another_variant_fails_naming_the_keys(tmp_path):
-    path = save({'model': tiny_timm(16, depth=6).state_dict()}, tmp_path / 'deeper.pth')
-    model = ResMLP({**TINY, 'window_size': 14}, init_cfg=dict(type='Pretrained', checkpoint=path))
-    with pytest.raises(ValueError, match=r'deeper\.pth does not fit ResMLP.*unexpected keys \(blocks\.4\.'):
-        model.init_weights()
+def test_checkpoint_of_another_window_size_names_the_shapes(tmp_path):
     path = save({'model': tiny_timm(16).state_dict()}, tmp_path / 'window14.pth')
-    model = ResMLP(TINY, init_cfg=dict(type='Pretrained', checkpoint=path))
+    model = ResMLP(TINY, init_cfg=pretrained(path))
     with pytest.raises(ValueError, match=r'blocks\.0\.linear_tokens\.weight: file \(196, 196\) vs model \(4, 4\)'):
         model.init_weights()
 
 
-# --- gradients, freezing, norm_eval, with_cp ------------------------------------------------------
-def test_every_parameter_gets_a_gradient():
-    model = ResMLP(TINY, shift_windows=True, drop_path_rate=0.2).train()
-    outputs = model(torch.randn(2, 3, 70, 45))
-    sum(o.mean() for o in outputs).backward()
-    assert [name for name, p in model.named_parameters() if p.grad is None] == []
-
-
+# --- gradients in a detector, freezing ------------------------------------------------------------
 def _retinanet(out_levels: Tuple[int, ...]) -> dict:
     first_stride = (4, 8, 16, 32)[out_levels[0]]
     return dict(
@@ -381,48 +342,10 @@ def test_frozen_stages_bounds(frozen_stages, trainable_blocks):
     assert all(p.requires_grad == (frozen_stages < 4) for p in model.norm.parameters())
 
 
-def test_norm_eval_keeps_batch_norms_in_eval_mode():
-    assert_norm_eval_keeps_batch_norms_in_eval(lambda norm_eval: ResMLP(TINY, norm_eval=norm_eval))
-
-
-def test_with_cp_gives_same_outputs_and_gradients():
-    assert_with_cp_matches_plain(lambda with_cp: ResMLP(TINY, shift_windows=True, drop_path_rate=0., with_cp=with_cp), torch.randn(2, 3, 80, 48))
-
-
-# --- misconfiguration -----------------------------------------------------------------------------
-@pytest.mark.parametrize('kwargs,error,message', [
-    (dict(out_indices=(0, 1, 2, 4)), ValueError, r'out_indices must be distinct stage indices in \[0, 3\]'),
-    (dict(out_indices=(0, 1, 1, 2)), ValueError, r'out_indices must be distinct'),
-    (dict(out_indices=(0, 1, 2)), ValueError, r'one block for each of the out_levels \(0, 1, 2, 3\)'),
-    (dict(out_levels=(1, 2, 3), out_indices=(0, 1, 2, 3)), ValueError, r'one block for each'),
-    (dict(out_levels=(0, 4)), ValueError, r'out_levels must be ascending distinct pyramid levels'),
-    (dict(out_levels=(2, 1)), ValueError, r'out_levels must be ascending'),
-    (dict(frozen_stages=5), ValueError, r'frozen_stages must be in \[-1, 4\]'),
-    (dict(arch={**TINY, 'patch_size': 12}), ValueError, r'patch_size must be a power of two.*got 12'),
-    (dict(arch={**TINY, 'window_size': 0}), ValueError, r'window_size must be a positive int'),
-    (dict(arch={**TINY, 'windows': 3}), KeyError, r"unknown \['windows'\]"),
-    (dict(arch={'embed_dims': 8, 'depth': 4}), KeyError, r"missing \['patch_size'\]"),
-    (dict(arch='48'), KeyError, r"unknown arch '48'"),
-    (dict(arch={**TINY, 'depth': 3}), ValueError, r'out_indices must be distinct'),
-])
-def test_misconfiguration_fails_naming_the_problem(kwargs, error, message):
-    with pytest.raises(error, match=message):
-        ResMLP(**{'arch': TINY, **kwargs})
-
-
-def test_input_with_wrong_channel_count():
-    with pytest.raises(ValueError, match=r'expects \(B, 3, H, W\) inputs \(in_channels=3\), got \(1, 1, 32, 32\)'):
-        ResMLP(TINY)(torch.randn(1, 1, 32, 32))
-    assert ResMLP(TINY, in_channels=1).eval()(torch.randn(1, 1, 32, 32))[0].shape == (1, 16, 8, 8)
-
-
+# --- arch names -----------------------------------------------------------------------------------
 def test_arch_aliases():
     with torch.device('meta'):
         assert ResMLP('S12').depth == 12 and ResMLP('b24').embed_dims == 768
         assert len(ResMLP('big-24').blocks[0].linear_tokens.weight) == 28 * 28
 
 
-@pytest.mark.parametrize('scope', ['mmdet', 'mmseg'])
-def test_registered_for_mmdet_and_mmseg(scope):
-    registry = __import__(f'{scope}.registry', fromlist=['MODELS']).MODELS
-    assert isinstance(registry.build(dict(type='ResMLP', arch=TINY)), ResMLP)

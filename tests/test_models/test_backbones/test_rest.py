@@ -1,43 +1,21 @@
-"""The ResT backbone: upstream exactness, checkpoint loading, sizes, freezing, errors."""
-import logging
-from pathlib import Path
+"""The ResT backbone: layouts and parameter counts, drop path, output norms,
+checkpoint loading, freezing.
 
+What all three backbones share is tested in test_backbone_contract.py, the
+upstream exactness in test_upstream_golden.py.
+"""
 import pytest
 import torch
-from mmengine.logging import MMLogger
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-import mmrmt  # noqa: F401  (registers the backbones)
-from mmrmt.models.backbones import ResT
-from backbone_checks import (assert_norm_eval_keeps_batch_norms_in_eval, assert_with_cp_matches_plain,
-                             batch_norms)
-from upstream_layouts import random_upstream_state_dict, upstream_layouts, upstream_param_count
+from mmrmt.models import ResT
+from helpers.backbone_checks import batch_norms
+from helpers.backbones import REST_TINY as TINY
+from helpers.checkpoints import init_and_capture_summary, pretrained, save
+from helpers.upstream_layouts import random_upstream_state_dict, upstream_layouts, upstream_param_count
 
-TINY = dict(embed_dims=[16, 32, 48, 64], depths=[1, 1, 2, 1], num_heads=[1, 2, 2, 4],
-            mlp_ratios=[2, 2, 2, 2], sr_ratios=[8, 4, 2, 1])
 VARIANTS = ('lite', 'small', 'base', 'large')
-
-
-def golden_arch(config: dict) -> dict:
-    """Our arch dict for the upstream constructor arguments of the golden file."""
-    assert config['qkv_bias'] and config['apply_transform']  # what ResT always builds
-    return {key: config[key] for key in ResT.per_stage_keys}
-
-
-def _save(obj, path: Path) -> str:
-    torch.save(obj, path)
-    return str(path)
-
-
-def _stage_sizes(height: int, width: int, num_stages: int = 4):
-    """Grid of each stage when every stride-2 conv rounds up (stem: two of them)."""
-    sizes = []
-    for stage in range(num_stages):
-        for _ in range(2 if stage == 0 else 1):
-            height, width = -(-height // 2), -(-width // 2)
-        sizes.append((height, width))
-    return sizes
 
 
 @pytest.mark.parametrize('variant', VARIANTS)
@@ -60,27 +38,6 @@ def test_drop_path_defaults_to_the_detection_setting_of_the_variant(variant, rat
     assert default.stage1[0].drop_path.__class__ is nn.Identity  # the rate rises from 0
     assert default.stage4[-1].drop_path.drop_prob == pytest.approx(rate)
     assert given.stage4[-1].drop_path.drop_prob == pytest.approx(0.3)
-
-
-def test_stage_features_match_upstream_golden_when_loaded_through_init_cfg(data_dir, tmp_path):
-    golden = torch.load(data_dir / 'rest_tiny_seed0.pt')
-    path = _save({'model': golden['state_dict']}, tmp_path / 'golden.pth')
-    model = ResT(golden_arch(golden['config']), init_cfg=dict(type='Pretrained', checkpoint=path))
-    model.init_weights()
-    # Set the output norms aside to see the last block of each stage.
-    model.extra_norms = nn.ModuleDict({key: nn.Identity() for key in model.extra_norms})
-    model.norm = nn.Identity()
-    # Computed in float64, our side has no rounding to speak of; what remains is
-    # the fixture's own float32 rounding: 1.3e-4 at most (stage 4, values up to
-    # 13 on these randomised weights). In float32 the exact upstream sequence of
-    # ops itself lands 1.4e-4 to 1.6e-4 from the fixture, depending on threads.
-    model = model.double().eval()
-    with torch.no_grad():
-        outputs = model(golden['input'].double())
-    assert len(outputs) == len(golden['outputs_before_norm']) == 4
-    for ours, reference in zip(outputs, golden['outputs_before_norm']):
-        assert ours.shape == reference.shape
-        assert (ours - reference.double()).abs().max() < 2e-4
 
 
 def test_output_norms_are_emitted_only_and_the_last_is_the_final_norm():
@@ -119,24 +76,6 @@ def test_early_stages_only_do_not_run_later_ones():
     assert all(p.grad is not None for p in model.stage2.parameters())
 
 
-@pytest.mark.parametrize('size', [(37, 53), (225, 225), (64, 96), (17, 9), (16, 16)])
-def test_any_input_size_gives_ceil_based_outputs(size):
-    # The upstream code computes each grid as H // 2 and fails on such sizes.
-    model = ResT(TINY).eval()
-    with torch.no_grad():
-        outputs = model(torch.randn(2, 3, *size))
-    for out, channels, grid in zip(outputs, TINY['embed_dims'], _stage_sizes(*size)):
-        assert out.shape == (2, channels, *grid)
-        assert torch.isfinite(out).all()
-
-
-def test_batch_one_in_train_mode_backpropagates():
-    model = ResT(TINY, drop_path_rate=0.2).train()
-    outputs = model(torch.randn(1, 3, 45, 61))
-    sum(o.mean() for o in outputs).backward()
-    assert all(p.grad is not None for p in model.parameters())
-
-
 def test_single_head_and_one_token_attention_follow_upstream_rules():
     model = ResT(TINY)
     # One head: no head mixing (as upstream); sr_ratio 1: no grid reduction.
@@ -149,57 +88,27 @@ def test_single_head_and_one_token_attention_follow_upstream_rules():
     torch.testing.assert_close(out, attn.proj.bias.expand(2, 1, 1, 64))
 
 
-@pytest.fixture(scope='module')
-def lite_checkpoint(tmp_path_factory):
+def test_upstream_imagenet_checkpoint_loads_with_only_new_norms_missing(tmp_path):
     upstream = random_upstream_state_dict('rest-lite')
-    path = _save({'model': upstream, 'epoch': 300}, tmp_path_factory.mktemp('ckpt') / 'rest_lite.pth')
-    return upstream, path
-
-
-def test_upstream_imagenet_checkpoint_loads_with_only_new_norms_missing(lite_checkpoint):
-    upstream, path = lite_checkpoint
-    messages = []
-
-    class Capture(logging.Handler):
-        def emit(self, record):
-            messages.append(record.getMessage())
-
-    logger = MMLogger.get_current_instance()
-    handler = Capture()
-    logger.addHandler(handler)
-    try:
-        model = ResT('lite', init_cfg=dict(type='Pretrained', checkpoint=path))
-        model.init_weights()
-    finally:
-        logger.removeHandler(handler)
+    path = save({'model': upstream, 'epoch': 300}, tmp_path / 'rest_lite.pth')
+    model, summary = init_and_capture_summary(ResT('lite', init_cfg=pretrained(path)))
     state = model.state_dict()
     for key, value in upstream.items():
         if not key.startswith('head.'):
             assert torch.equal(state[key], value), key
     for key in model.extra_norms:
         assert torch.equal(model.extra_norms[key].weight, torch.ones_like(model.extra_norms[key].weight))
-    summary = [m for m in messages if 'loaded' in m]
-    assert len(summary) == 1
-    missing, unexpected = summary[0].split('unexpected keys')
+    missing, unexpected = summary.split('unexpected keys')
     assert sorted(missing.split('[')[1].split(']')[0].replace("'", '').split(', ')) == sorted(
         f'extra_norms.{i}.{p}' for i in range(3) for p in ('weight', 'bias'))
     assert "['head.bias', 'head.weight']" in unexpected
 
 
-def test_checkpoint_of_another_variant_fails_and_loads_nothing(lite_checkpoint):
-    _, path = lite_checkpoint
-    model = ResT('small', init_cfg=dict(type='Pretrained', checkpoint=path))
-    before = {k: v.clone() for k, v in model.state_dict().items()}
-    with pytest.raises(ValueError, match=r'rest_lite\.pth does not fit ResT: .*missing keys \(stage3\.2\.'):
-        model.init_weights()
-    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
-
-
 def test_checkpoint_of_another_width_names_the_shapes(tmp_path):
-    path = _save({'model': random_upstream_state_dict('rest-base')}, tmp_path / 'rest_base.pth')
+    path = save({'model': random_upstream_state_dict('rest-base')}, tmp_path / 'rest_base.pth')
     with pytest.raises(ValueError, match=r'rest_base\.pth does not fit ResT: .*differ in shape '
                                          r'\(stem\.conv1\.weight: file \(48, 3, 3, 3\) vs model \(32, 3, 3, 3\)'):
-        ResT('small', init_cfg=dict(type='Pretrained', checkpoint=path)).init_weights()
+        ResT('small', init_cfg=pretrained(path)).init_weights()
 
 
 def test_initialisation_without_checkpoint():
@@ -251,18 +160,10 @@ def test_frozen_stages_freeze_exactly_the_leading_parts(frozen_stages):
     assert not frozen & learning
 
 
-def test_norm_eval_keeps_batch_norms_in_eval_mode():
-    assert_norm_eval_keeps_batch_norms_in_eval(lambda norm_eval: ResT(TINY, norm_eval=norm_eval))
-
-
 def test_norm_cfg_sets_the_stem_and_embedding_norms():
     model = ResT(TINY, norm_cfg=dict(type='GN', num_groups=4))
     assert isinstance(model.stem.norm1, nn.GroupNorm) and isinstance(model.patch_embed_3.norm, nn.GroupNorm)
     assert model(torch.randn(1, 3, 32, 32))[0].shape == (1, 16, 8, 8)
-
-
-def test_with_cp_gives_same_outputs_and_gradients():
-    assert_with_cp_matches_plain(lambda with_cp: ResT(TINY, drop_path_rate=0., with_cp=with_cp), torch.randn(2, 3, 48, 80))
 
 
 def test_arch_names_and_custom_dict():
@@ -275,47 +176,3 @@ def test_arch_names_and_custom_dict():
     assert not hasattr(three_stages, 'patch_embed_4')
 
 
-@pytest.mark.parametrize('change,error,message', [
-    (dict(depths=[1, 1, 1]), ValueError, r'same length.*depths.: 3'),
-    (dict(embed_dims=[16, 30, 48, 64], num_heads=[1, 4, 2, 4]), ValueError,
-     r'embed_dims\[1\]=30 is not divisible by num_heads\[1\]=4'),
-    (dict(sr_ratios=[8, 4, 0, 1]), ValueError, r"sr_ratios'\] must be integers >= 1.*\[8, 4, 0, 1\]"),
-    (dict(sr_ratios=[8, 4, 1.5, 1]), ValueError, r"sr_ratios'\] must be integers >= 1"),
-    (dict(depths=[1, -1, 2, 1]), ValueError, r"depths'\] must be integers >= 0 \(blocks per stage\)"),
-    (dict(mlp_ratios=4), TypeError, r"arch\['mlp_ratios'\] must be a list with one entry per stage"),
-])
-def test_misconfigured_arch_fails_naming_the_field(change, error, message):
-    with pytest.raises(error, match=message):
-        ResT({**TINY, **change})
-
-
-def test_unknown_arch_and_missing_keys():
-    with pytest.raises(KeyError, match=r"ResT: unknown arch 'tiny'; choose one of \['base', 'large', 'lite', 'small'\]"):
-        ResT('tiny')
-    partial = {k: v for k, v in TINY.items() if k != 'sr_ratios'}
-    with pytest.raises(KeyError, match=r"missing \['sr_ratios'\]"):
-        ResT(partial)
-
-
-@pytest.mark.parametrize('kwargs,message', [
-    (dict(out_indices=(0, 4)), r'out_indices must be distinct stage indices in \[0, 3\]'),
-    (dict(out_indices=(1, 1)), r'out_indices must be distinct'),
-    (dict(frozen_stages=5), r'frozen_stages must be in \[-1, 4\]'),
-    (dict(init_cfg=dict(type='Kaiming')), r"init_cfg must be dict\(type='Pretrained'"),
-])
-def test_misconfigured_arguments_fail(kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        ResT(TINY, **kwargs)
-
-
-def test_input_with_wrong_channel_count():
-    with pytest.raises(ValueError, match=r'ResT expects \(B, 3, H, W\) inputs \(in_channels=3\), got \(1, 1, 32, 32\)'):
-        ResT(TINY)(torch.randn(1, 1, 32, 32))
-    assert ResT(TINY, in_channels=1).eval()(torch.randn(1, 1, 32, 32))[0].shape == (1, 16, 8, 8)
-
-
-@pytest.mark.parametrize('scope', ['mmdet', 'mmseg'])
-def test_registered_for_mmdet_and_mmseg(scope):
-    registry = __import__(f'{scope}.registry', fromlist=['MODELS']).MODELS
-    model = registry.build(dict(type='ResT', arch='lite'))
-    assert isinstance(model, ResT) and model.embed_dims == [64, 128, 256, 512]

@@ -5,7 +5,7 @@ from typing import Dict, Tuple
 
 import torch
 
-LAYOUTS_FILE = Path(__file__).parent / 'data' / 'upstream_checkpoint_layouts.txt'
+LAYOUTS_FILE = Path(__file__).parents[1] / 'data' / 'upstream_checkpoint_layouts.txt'
 
 
 @lru_cache()

@@ -1,0 +1,13 @@
+# Semantic FPN on ADE20K as PVT and RMT train it: 512x512 crops, batch 16
+# (4 GPUs x 4), 150 classes. It holds no schedule: a config inheriting it
+# adds one of ./schedules/seg_adamw-poly_{80k,160k}.py and states its backbone
+# and the neck's input channels.
+_base_ = [
+    'mmseg::_base_/models/fpn_r50.py', 'mmseg::_base_/datasets/ade20k.py',
+    'mmseg::_base_/default_runtime.py'
+]
+custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
+
+crop_size = (512, 512)
+data_preprocessor = dict(size=crop_size)
+model = dict(data_preprocessor=data_preprocessor, pretrained=None, decode_head=dict(num_classes=150))

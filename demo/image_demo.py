@@ -1,0 +1,83 @@
+"""Predict on your own images with a detection or segmentation config of mmrmt.
+
+    python demo/image_demo.py INPUTS CONFIG [--weights CKPT] [--out-dir DIR]
+                              [--device cpu] [--pred-score-thr 0.3] [--batch-size 1]
+                              [--palette none] [--picture-scale 1] [--force]
+
+INPUTS is an image, a folder (its images) or a quoted glob pattern
+('photos/**/*.jpg'). A detection config (``default_scope='mmdet'``) runs
+through mmdet's DetInferencer, a segmentation config (``'mmseg'``) through
+mmseg's MMSegInferencer. For each image it writes
+
+* ``DIR/vis/<image name>``: the image with the predictions painted on it;
+* ``DIR/preds/<image stem>.json``: detection: ``labels``, ``scores``,
+  ``bboxes`` (x1, y1, x2, y2) and ``masks`` (COCO RLE) of every detection;
+  segmentation: ``sem_seg``, the label map; both with ``image`` and ``classes``.
+
+Images that cannot be decoded are reported, one line each, and skipped; the
+others are still processed, and the exit status is then 1. Existing output
+files are never replaced without ``--force``. Without ``--weights`` the model
+keeps random weights (useful only to try the tool).
+"""
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+from mmengine.config import Config
+
+from mmrmt.apis import build_inferencer, collect_images, output_files, predict_images, unreadable_images
+from mmrmt.utils import PreflightError, check_checkpoint_file, check_config_file
+
+warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('inputs', help='an image, a folder of images or a (quoted) glob pattern')
+    parser.add_argument('config', help='detection or segmentation config file')
+    parser.add_argument('--weights', help='checkpoint of the whole model (else random weights)')
+    parser.add_argument('--out-dir', default='outputs', help='folder receiving vis/ and preds/')
+    parser.add_argument('--device', default=None, help="'cpu', 'cuda', 'cuda:1'... (default: "
+                        'CUDA when available)')
+    parser.add_argument('--pred-score-thr', type=float, default=0.3,
+                        help='lowest score of a painted detection (the JSON keeps all)')
+    parser.add_argument('--batch-size', type=int, default=1, help='images a forward pass')
+    parser.add_argument('--palette', default='none',
+                        help="colours: 'none' (the checkpoint's or config's), 'random', or a dataset "
+                        "name (mmdet: coco, voc, citys; mmseg: ade20k, cityscapes, ...)")
+    parser.add_argument('--picture-scale', type=int, default=1,
+                        help='paint on the image enlarged this many times (legible labels on '
+                        'small images)')
+    parser.add_argument('--force', action='store_true', help='replace existing output files')
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    try:
+        if args.batch_size < 1 or args.picture_scale < 1:
+            raise PreflightError('--batch-size and --picture-scale must be at least 1')
+        check_config_file(args.config)
+        check_checkpoint_file(args.weights, '--weights checkpoint')
+        images = collect_images(args.inputs)
+        problems = unreadable_images(images)
+        readable = [image for image in images if image not in problems]
+        outputs = output_files(readable, Path(args.out_dir), args.force)
+        for image, problem in problems.items():
+            print(f'error: {image} {problem}; skipped', file=sys.stderr)
+        if not readable:
+            raise PreflightError(f'none of the {len(images)} images of {args.inputs} can be read')
+        inferencer = build_inferencer(Config.fromfile(args.config), args.weights, args.device,
+                                      args.palette)
+    except PreflightError as error:
+        sys.exit(f'error: {error}')
+    predict_images(inferencer, outputs, args.pred_score_thr, args.batch_size, args.picture_scale)
+    print(f'{len(readable)} pictures in {Path(args.out_dir) / "vis"}, predictions in '
+          f'{Path(args.out_dir) / "preds"}')
+    if problems:
+        sys.exit(f'error: {len(problems)} of {len(images)} images could not be read (listed above)')
+
+
+if __name__ == '__main__':
+    main()

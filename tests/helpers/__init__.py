@@ -1,0 +1,2 @@
+"""Helpers shared by the tests (importable as ``helpers``: tests/conftest.py puts
+tests/ on the path)."""

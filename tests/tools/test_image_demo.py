@@ -1,0 +1,146 @@
+"""demo/image_demo.py on the demo data, as a user runs it: pictures and JSON
+predictions for every readable image, a one-line error for the others."""
+import json
+import shutil
+from pathlib import Path
+from typing import List
+
+import cv2
+import numpy as np
+import pytest
+from pycocotools import mask as mask_utils
+from tool_process import DET_CONFIG, SEG_CONFIG, run_tool
+
+from mmrmt.apis import collect_images, output_files, unreadable_images
+from mmrmt.apis.image_inference import resolve_palette
+from mmrmt.datasets import DEMO_DET_CLASSES, DEMO_SEG_CLASSES
+from mmrmt.utils import PreflightError
+
+IMAGE_DEMO = '../demo/image_demo.py'  # run_tool runs scripts relative to tools/
+SIZE = 128  # the demo images' side
+
+
+def three_images_and_a_corrupt_one(source: Path, folder: Path) -> List[Path]:
+    """Copy the first three images of ``source`` into ``folder`` beside a corrupt
+    JPEG (the first 200 bytes of a fourth one); return the three."""
+    folder.mkdir()
+    images = sorted(source.glob('*.jpg'))
+    for image in images[:3]:
+        shutil.copy(image, folder)
+    (folder / 'corrupt.jpg').write_bytes(images[3].read_bytes()[:200])
+    return [folder / image.name for image in images[:3]]
+
+
+def assert_pictures_written(out_dir: Path, images: List[Path]) -> None:
+    assert sorted(path.name for path in (out_dir / 'vis').iterdir()) == [image.name for image in images]
+    for image in images:
+        picture = cv2.imread(str(out_dir / 'vis' / image.name))
+        assert picture.shape == (SIZE, SIZE, 3)
+        assert not np.array_equal(picture, cv2.imread(str(image))), 'nothing was painted'
+
+
+def assert_reports_corrupt_image(result, folder: Path) -> None:
+    assert result.returncode != 0
+    errors = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    assert errors[0] == (f'error: {folder / "corrupt.jpg"} is not a decodable image '
+                         '(corrupt, truncated or another format); skipped'), result.stderr[-2000:]
+    assert errors[-1] == 'error: 1 of 4 images could not be read (listed above)'
+    assert 'Traceback' not in result.stderr
+
+
+def test_detection_demo_with_trained_weights(det_work_dir, demo_root, tmp_path):
+    folder, out_dir = tmp_path / 'images', tmp_path / 'out'
+    images = three_images_and_a_corrupt_one(demo_root / 'coco' / 'val', folder)
+    result = run_tool([IMAGE_DEMO, folder, DET_CONFIG, '--weights', det_work_dir / 'iter_4.pth',
+                       '--out-dir', out_dir, '--device', 'cpu', '--batch-size', '2',
+                       '--pred-score-thr', '0.1'])
+    assert_reports_corrupt_image(result, folder)
+    assert_pictures_written(out_dir, images)
+    assert sorted(path.name for path in (out_dir / 'preds').iterdir()) == [
+        f'{image.stem}.json' for image in images]
+    for image in images:
+        record = json.loads((out_dir / 'preds' / f'{image.stem}.json').read_text())
+        assert record['image'] == str(image) and record['classes'] == list(DEMO_DET_CLASSES)
+        count = len(record['scores'])
+        assert count > 0 and len(record['labels']) == len(record['bboxes']) == len(record['masks']) == count
+        assert all(0 <= label < len(DEMO_DET_CLASSES) for label in record['labels'])
+        assert all(0 <= x1 <= x2 <= SIZE and 0 <= y1 <= y2 <= SIZE for x1, y1, x2, y2 in record['bboxes'])
+        masks = mask_utils.decode([dict(rle, counts=rle['counts'].encode()) for rle in record['masks']])
+        assert masks.shape == (SIZE, SIZE, count)
+
+
+def test_segmentation_demo_on_a_glob(demo_root, tmp_path):
+    folder, out_dir = tmp_path / 'images', tmp_path / 'out'
+    images = three_images_and_a_corrupt_one(demo_root / 'ade' / 'images' / 'validation', folder)
+    result = run_tool([IMAGE_DEMO, f'{folder}/*.jpg', SEG_CONFIG, '--out-dir', out_dir,
+                       '--device', 'cpu', '--palette', 'ade20k'])
+    assert_reports_corrupt_image(result, folder)
+    assert_pictures_written(out_dir, images)
+    for image in images:
+        record = json.loads((out_dir / 'preds' / f'{image.stem}.json').read_text())
+        assert record['classes'] == list(DEMO_SEG_CLASSES)
+        label_map = np.array(record['sem_seg'])
+        assert label_map.shape == (SIZE, SIZE)
+        assert label_map.min() >= 0 and label_map.max() < len(DEMO_SEG_CLASSES)
+
+
+def test_existing_outputs_need_force(demo_root, tmp_path):
+    image, out_dir = demo_root / 'ade' / 'images' / 'validation' / 'validation_0000.jpg', tmp_path / 'out'
+    picture = out_dir / 'vis' / image.name
+    picture.parent.mkdir(parents=True)
+    picture.write_bytes(b'a user file')
+    args = [IMAGE_DEMO, image, SEG_CONFIG, '--out-dir', out_dir, '--device', 'cpu']
+    refused = run_tool(args)
+    assert refused.returncode != 0
+    assert refused.stderr.strip().splitlines() == [
+        f'error: output file exists: {picture}; pass --force to overwrite or choose another --out-dir']
+    assert picture.read_bytes() == b'a user file'
+    forced = run_tool(args + ['--force'])
+    assert forced.returncode == 0, forced.stderr[-2000:]
+    assert cv2.imread(str(picture)).shape == (SIZE, SIZE, 3)
+    assert sorted(path.name for path in out_dir.rglob('*')) == [
+        'preds', 'validation_0000.jpg', 'validation_0000.json', 'vis'], 'temporary files left behind'
+
+
+def test_weights_of_another_model_are_refused(det_work_dir, demo_root, tmp_path):
+    image = demo_root / 'ade' / 'images' / 'validation' / 'validation_0000.jpg'
+    result = run_tool([IMAGE_DEMO, image, SEG_CONFIG, '--weights', det_work_dir / 'iter_4.pth',
+                       '--out-dir', tmp_path / 'out', '--device', 'cpu'])
+    assert result.returncode != 0
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: the --weights checkpoint does not fit the config's model: ")
+    assert 'keys missing (auxiliary_head.' in error and 'keys unexpected (' in error
+    assert not (tmp_path / 'out').exists()
+
+
+def test_inputs_are_checked_before_the_model(tmp_path):
+    with pytest.raises(PreflightError, match='input not found: .*nothing.jpg'):
+        collect_images(str(tmp_path / 'nothing.jpg'))
+    with pytest.raises(PreflightError, match='no images'):
+        collect_images(str(tmp_path))
+    with pytest.raises(PreflightError, match=r'no file matches .*\*.png'):
+        collect_images(str(tmp_path / '*.png'))
+    (tmp_path / 'a').mkdir()
+    cv2.imwrite(str(tmp_path / 'a' / 'x.png'), np.zeros((4, 4, 3), np.uint8))
+    (tmp_path / 'b').mkdir()
+    (tmp_path / 'b' / 'x.jpg').write_bytes(b'')
+    (tmp_path / 'b' / 'notes.txt').write_text('not an image')
+    found = collect_images(str(tmp_path / '**' / 'x.*'))
+    assert found == [tmp_path / 'a' / 'x.png', tmp_path / 'b' / 'x.jpg']
+    assert collect_images(str(tmp_path / 'b')) == [tmp_path / 'b' / 'x.jpg']
+    assert list(unreadable_images(found)) == [tmp_path / 'b' / 'x.jpg']
+    with pytest.raises(PreflightError, match='would write the same output files'):
+        output_files(found, tmp_path / 'out', force=False)
+
+
+def test_palettes_by_name():
+    from mmdet.datasets import CocoDataset
+    from mmseg.utils import get_palette
+    assert resolve_palette('coco', 'mmdet', 3) == list(CocoDataset.METAINFO['palette'][:3])
+    assert resolve_palette('ade20k', 'mmseg', 5) == [tuple(colour) for colour in get_palette('ade20k')[:5]]
+    colours = resolve_palette('random', 'mmseg', 5)
+    assert len(set(colours)) == 5 and colours == resolve_palette('random', 'mmdet', 5)
+    with pytest.raises(PreflightError, match="unknown --palette 'ade20k': .*mmdet: coco, voc, citys"):
+        resolve_palette('ade20k', 'mmdet', 3)
+    with pytest.raises(PreflightError, match='--palette voc has 21 colours for 30 classes'):
+        resolve_palette('voc', 'mmseg', 30)

@@ -1,0 +1,103 @@
+"""tools/test.py --tta (flip and multi-scale views merged by the config's TTA
+model) and tools/train.py --auto-scale-lr (learning rate x batch / base batch)."""
+import pytest
+import torch
+from mmdet.structures import DetDataSample
+from mmdet.structures.mask import mask2bbox
+from mmengine.structures import InstanceData
+from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, load_checkpoint, metric,
+                          run_tool, seg_data_options)
+from torch import nn
+
+from mmrmt.models.test_time_augs import InstanceSegTTAModel
+
+HEIGHT, WIDTH = 8, 10
+
+
+def view(masks: torch.Tensor, scores, labels, flip: bool) -> DetDataSample:
+    """One augmented view's prediction: masks (N, H, W) on the (flipped) original image."""
+    sample = DetDataSample(metainfo=dict(ori_shape=(HEIGHT, WIDTH), flip=flip,
+                                         flip_direction='horizontal' if flip else None))
+    sample.pred_instances = InstanceData(bboxes=mask2bbox(masks).float(), masks=masks,
+                                         scores=torch.tensor(scores), labels=torch.tensor(labels))
+    return sample
+
+
+class MergeOnly(nn.Module):
+    """The detector slot of the TTA model, for tests of merging alone (no forward pass)."""
+
+    def test_step(self, data):
+        raise AssertionError('merging needs no forward pass')
+
+
+def test_instance_tta_flips_masks_back_with_their_boxes():
+    square = torch.zeros(HEIGHT, WIDTH, dtype=torch.bool)
+    square[2:6, 1:4] = True
+    corner = torch.zeros(HEIGHT, WIDTH, dtype=torch.bool)
+    corner[0:2, 7:10] = True
+    plain = view(torch.stack([square, corner]), [0.8, 0.5], [0, 1], flip=False)
+    # the flipped view sees the square more confidently: NMS keeps its detection
+    flipped = view(square.flip(1)[None], [0.9], [0], flip=True)
+    model = InstanceSegTTAModel(module=MergeOnly(),
+                                tta_cfg=dict(nms=dict(type='nms', iou_threshold=0.5), max_per_img=100))
+    (merged, ) = model.merge_preds([[plain, flipped]])
+    result = merged.pred_instances
+    assert result.scores.tolist() == pytest.approx([0.9, 0.5])
+    assert result.labels.tolist() == [0, 1]
+    assert torch.equal(result.masks, torch.stack([square, corner]))
+    assert torch.equal(result.bboxes, mask2bbox(result.masks).float())
+
+
+def test_tta_evaluates_detection(det_work_dir, demo_root, tmp_path):
+    result = run_tool(['test.py', DET_CONFIG, det_work_dir / 'iter_4.pth', '--tta', '--work-dir',
+                       tmp_path / 'work', '--cfg-options', *det_data_options(demo_root)])
+    check_ok(result)
+    for name in ('coco/bbox_mAP', 'coco/segm_mAP'):
+        assert 0.0 <= metric(result.stdout, name) <= 1.0
+    dumped = tmp_path / 'work' / DET_CONFIG.name  # the config the run used, as the runner saved it
+    text = dumped.read_text()
+    assert "type='InstanceSegTTAModel'" in text and "type='TestTimeAug'" in text
+
+
+def test_tta_evaluates_segmentation(seg_work_dir, demo_root, tmp_path):
+    args = ['test.py', SEG_CONFIG, seg_work_dir / 'iter_4.pth', '--work-dir', tmp_path / 'work',
+            '--cfg-options', *seg_data_options(demo_root)]
+    plain, augmented = run_tool(args), run_tool(args + ['--tta'])
+    check_ok(plain)
+    check_ok(augmented)
+    # twelve views (six scales, flipped and not) give other label maps than one view
+    assert 0.0 <= metric(augmented.stdout, 'mIoU') <= 100.0
+    assert metric(augmented.stdout, 'aAcc') != metric(plain.stdout, 'aAcc')
+
+
+def test_tta_without_tta_model_is_a_one_line_error(seg_work_dir, tmp_path):
+    result = run_tool(['test.py', SEG_CONFIG, seg_work_dir / 'iter_4.pth', '--tta', '--work-dir',
+                       tmp_path / 'work', '--cfg-options', 'tta_model=None'])
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [
+        "error: --tta needs tta_model in the config (as in configs/_base_/datasets/coco_tta.py or "
+        "mmseg's ade20k.py)"]
+    assert not (tmp_path / 'work').exists()
+
+
+def test_auto_scale_lr_scales_by_the_batch_ratio(det_work_dir, demo_root, tmp_path):
+    """The test config trains with batches of 2; the demo bases' learning rate
+    is set for 4: the optimizer starts at half the rate of a plain run."""
+    result = run_tool(['train.py', DET_CONFIG, '--auto-scale-lr', '--work-dir', tmp_path, '--cfg-options',
+                       'train_cfg.max_iters=1', 'default_hooks.checkpoint.interval=1',
+                       'train_cfg.val_interval=100', *det_data_options(demo_root)])
+    check_ok(result)
+    scaled = load_checkpoint(tmp_path / 'iter_1.pth')['optimizer']['param_groups']
+    plain = load_checkpoint(det_work_dir / 'iter_4.pth')['optimizer']['param_groups']
+    assert [group['initial_lr'] for group in plain] == [1e-3] * len(plain)
+    assert [group['initial_lr'] for group in scaled] == [0.5e-3] * len(plain)
+
+
+def test_auto_scale_lr_needs_a_base_batch_size(tmp_path):
+    result = run_tool(['train.py', DET_CONFIG, '--auto-scale-lr', '--work-dir', tmp_path / 'work',
+                       '--cfg-options', 'auto_scale_lr=None'])
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [
+        'error: --auto-scale-lr needs auto_scale_lr = dict(base_batch_size=N) in the config: N, '
+        'the total batch size its learning rate was set for']
+    assert not (tmp_path / 'work').exists()
