@@ -7,21 +7,21 @@ our config's model strictly and give the outputs of the model whose weights
 they hold.
 """
 import pickle
-import re
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 from mmengine.config import Config
-from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, run_tool, seg_data_options
-from upstream_layouts import upstream_layouts
-from upstream_trained_layouts import (convfc_bbox_head, rmt_backbone, under, upstream_checkpoint,
-                                      upstream_model_layout)
+from helpers.upstream_layouts import upstream_layouts
+from helpers.upstream_trained_layouts import (convfc_bbox_head, rmt_backbone, under, upstream_checkpoint,
+                                              upstream_model_layout)
+from tool_process import (DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, load_checkpoint, metric,
+                          run_tool, seg_data_options)
 
 from mmrmt.checkpoint.upstream_trained import check_class_names, convert_upstream_trained
 from mmrmt.models.backbones import RMT
-from mmrmt.utils import PreflightError, allow_mmengine_checkpoints
+from mmrmt.utils import PreflightError
 from mmrmt.utils.model_from_config import build_cpu_model
 
 sys.path.insert(0, str(REPO / 'tools' / 'model_converters'))
@@ -101,11 +101,6 @@ def tensor_outputs(model: torch.nn.Module, image: torch.Tensor) -> list:
     return flat
 
 
-def load_saved(path: Path) -> dict:
-    with allow_mmengine_checkpoints():
-        return torch.load(path, map_location='cpu', weights_only=True)
-
-
 @pytest.mark.parametrize('variant', ['t', 's', 'b', 'l'])
 def test_upstream_backbone_layout_is_that_of_the_imagenet_files(variant):
     """The layout helper's RMT equals the authors' ImageNet files (less the
@@ -131,7 +126,7 @@ def test_upstream_file_gives_the_outputs_of_its_weights(config_name, version, dr
 
     assert set(reasons) == dropped
     assert all('stage' in reason for reason in reasons.values())
-    converted = load_saved(tmp_path / 'ours.pth')
+    converted = load_checkpoint(tmp_path / 'ours.pth')
     fresh = build_model(config)
     result = fresh.load_state_dict(converted['state_dict'], strict=False)
     assert result.missing_keys == [] and result.unexpected_keys == []
@@ -192,7 +187,7 @@ def test_converter_checks_before_writing(tiny_upstream_detector, tmp_path):
         converter.main([str(src), str(dst), '--config', str(SEG_CONFIG), '--force'])
     assert dst.read_bytes() == b'keep me' and sorted(p.name for p in tmp_path.iterdir()) == ['ours.pth']
     converter.main([str(src), str(dst), '--config', str(DET_CONFIG), '--force'])
-    assert 'state_dict' in load_saved(dst)
+    assert 'state_dict' in load_checkpoint(dst)
 
 
 def test_command_line_error_is_one_line(tiny_upstream_detector, tmp_path):
@@ -208,15 +203,14 @@ def evaluate(checkpoint: Path, demo_root: Path, out_dir: Path) -> tuple:
     result = run_tool(['test.py', DET_CONFIG, checkpoint, '--work-dir', out_dir, '--out', out_dir / 'preds.pkl',
                        '--cfg-options', *det_data_options(demo_root)])
     check_ok(result)
-    bbox_map = float(re.findall(r'coco/bbox_mAP: (\d+\.\d+)', result.stdout)[-1])
-    return bbox_map, pickle.loads((out_dir / 'preds.pkl').read_bytes())
+    return metric(result.stdout, 'coco/bbox_mAP'), pickle.loads((out_dir / 'preds.pkl').read_bytes())
 
 
 def test_tools_test_evaluates_a_converted_file_like_the_original(det_work_dir, demo_root, tmp_path):
     """Trained weights (the shared 4-iteration run) in the upstream layout,
     converted or not, evaluate to the predictions and mAP of the original."""
     trained = build_cpu_model(Config.fromfile(str(DET_CONFIG)))
-    trained.load_state_dict(load_saved(det_work_dir / 'iter_4.pth')['state_dict'])
+    trained.load_state_dict(load_checkpoint(det_work_dir / 'iter_4.pth')['state_dict'])
     write_upstream_file(trained, DET_CONFIG, MMDET2, tmp_path / 'upstream.pth')
     check_ok(run_tool(['model_converters/rmt_upstream_trained_to_mmrmt.py', tmp_path / 'upstream.pth',
                        tmp_path / 'ours.pth', '--config', DET_CONFIG]))
@@ -241,7 +235,7 @@ def test_load_from_starts_fine_tuning_from_a_converted_file(demo_root, tmp_path)
     check_ok(run_tool(['train.py', SEG_CONFIG, '--work-dir', tmp_path / 'work', '--cfg-options',
                        f'load_from={tmp_path / "ours.pth"}', 'train_cfg.max_iters=1', 'train_cfg.val_interval=100',
                        'optim_wrapper.optimizer.lr=0', *seg_data_options(demo_root)]))
-    after = load_saved(tmp_path / 'work' / 'iter_1.pth')['state_dict']
+    after = load_checkpoint(tmp_path / 'work' / 'iter_1.pth')['state_dict']
     weights = {key: value for key, value in model.state_dict().items()
                if not key.endswith(('running_mean', 'running_var', 'num_batches_tracked'))}
     assert set(weights) <= set(after)

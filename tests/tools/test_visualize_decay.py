@@ -5,8 +5,8 @@ import cv2
 import numpy as np
 import pytest
 import torch
+from helpers.upstream_layouts import random_upstream_state_dict
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, run_tool
-from upstream_layouts import random_upstream_state_dict
 
 from mmrmt.utils import PreflightError
 

@@ -25,8 +25,10 @@ without it the backbone keeps its initialisation (the decay prior is fixed by
 the variant, the attention is random).
 """
 import argparse
+import io
 import sys
 import warnings
+from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
 import cv2
@@ -35,12 +37,13 @@ import torch
 from mmengine.config import Config, DictAction
 from torch import nn
 
+from mmrmt.apis.image_inputs import write_atomically
 from mmrmt.checkpoint import extract_state_dict, read_checkpoint
 from mmrmt.models.backbones import RMT
 from mmrmt.models.backbones.rmt import apply_rotary
 from mmrmt.utils import PreflightError, check_checkpoint_file, check_config_file
 from mmrmt.utils.model_from_config import build_cpu_model
-from mmrmt.utils.output_file import atomic_output, check_output_file
+from mmrmt.utils.output_file import check_output_file
 
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
 
@@ -222,9 +225,10 @@ def paint(image: np.ndarray, maps: DecayMaps, title: str, path: str) -> None:
             axis.axis('off')
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
-    with atomic_output(path) as tmp:
-        figure.savefig(tmp, format='png', dpi=100)
+    picture = io.BytesIO()
+    figure.savefig(picture, format='png', dpi=100)
     plt.close(figure)
+    write_atomically(Path(path), picture.getvalue())
 
 
 def main(argv: Optional[List[str]] = None) -> DecayMaps:
