@@ -1,5 +1,5 @@
 # mmrmt developer entry points.
-#   make setup  build or reuse .venv (torch, mmcv with ops, mmdet, mmseg, timm, mmrmt)
+#   make setup  build or reuse $(VENV) (torch, mmcv with ops, mmdet, mmseg, timm, mmrmt)
 #   make test   run the test suite
 #   make demo   the main job (see README)
 VENV ?= .venv
@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 .PHONY: setup test demo
 
 setup:
-	bash tools/misc/setup_env.sh
+	VENV='$(VENV)' bash tools/misc/setup_env.sh
 
 test: setup
 	$(PY) -m pytest tests -q

@@ -62,6 +62,7 @@ setup(
     extras_require={
         'tests': read_requirements('tests.txt'),
         'mim': read_requirements('mminstall.txt'),
+        'deploy': read_requirements('deploy.txt'),
     },
     license='Apache License 2.0',
     zip_safe=False,

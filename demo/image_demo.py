@@ -24,10 +24,9 @@ import sys
 import warnings
 from pathlib import Path
 
-from mmengine.config import Config
 
 from mmrmt.apis import build_inferencer, collect_images, output_files, predict_images, unreadable_images
-from mmrmt.utils import PreflightError, check_checkpoint_file, check_config_file
+from mmrmt.utils import PreflightError, read_config, read_run_checkpoint
 
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
 
@@ -58,8 +57,9 @@ def main() -> None:
     try:
         if args.batch_size < 1 or args.picture_scale < 1:
             raise PreflightError('--batch-size and --picture-scale must be at least 1')
-        check_config_file(args.config)
-        check_checkpoint_file(args.weights, '--weights checkpoint')
+        cfg = read_config(args.config)
+        if args.weights:
+            read_run_checkpoint(args.weights, '--weights checkpoint')
         images = collect_images(args.inputs)
         problems = unreadable_images(images)
         readable = [image for image in images if image not in problems]
@@ -68,8 +68,7 @@ def main() -> None:
             print(f'error: {image} {problem}; skipped', file=sys.stderr)
         if not readable:
             raise PreflightError(f'none of the {len(images)} images of {args.inputs} can be read')
-        inferencer = build_inferencer(Config.fromfile(args.config), args.weights, args.device,
-                                      args.palette)
+        inferencer = build_inferencer(cfg, args.weights, args.device, args.palette)
     except PreflightError as error:
         sys.exit(f'error: {error}')
     predict_images(inferencer, outputs, args.pred_score_thr, args.batch_size, args.picture_scale)

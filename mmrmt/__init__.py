@@ -1,9 +1,18 @@
 """mmrmt: RMT, ResT and ResMLP backbones for MMDetection and MMSegmentation.
 
-Importing this package registers every backbone in both mmdet's and mmseg's
-``MODELS`` registries.
+Importing this package (as a config's ``custom_imports=dict(imports=['mmrmt'])``
+does, whatever launcher reads the config):
+
+* registers every backbone in mmdet's and mmseg's ``MODELS`` (whichever is
+  installed) and :class:`~mmrmt.engine.ResumeRNGHook` in mmengine's ``HOOKS``;
+* lets torch's weights-only loading accept mmengine checkpoints (see
+  :func:`~mmrmt.utils.allow_mmengine_checkpoints`), so ``--resume`` works
+  under torch >= 2.6 without turning the safety off.
 """
 from .version import __version__
-from . import models  # noqa: F401  (registers the backbones)
+from . import engine, models  # noqa: F401  (register the hook and the backbones)
+from .utils import allow_mmengine_checkpoints
+
+allow_mmengine_checkpoints()
 
 __all__ = ['__version__']

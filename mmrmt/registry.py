@@ -1,21 +1,40 @@
 """The one place where mmrmt's modules enter OpenMMLab registries.
 
-Backbones are registered into both MMDetection's and MMSegmentation's
-``MODELS`` so that a config of either library finds them by ``type`` after
-``custom_imports=dict(imports=['mmrmt'])``.
+Backbones are registered into MMDetection's and MMSegmentation's ``MODELS``,
+whichever of the two is installed (at least one must be), so that a config of
+either library finds them by ``type`` after
+``custom_imports=dict(imports=['mmrmt'])``. A library that is installed but
+fails to import raises its own error: only an absent one is skipped.
 """
-from typing import Type, TypeVar
+from importlib import import_module
+from importlib.util import find_spec
+from typing import List, Type
 
-from mmdet.registry import MODELS as MMDET_MODELS
-from mmseg.registry import MODELS as MMSEG_MODELS
+from mmengine.registry import Registry
 
-ModuleType = TypeVar('ModuleType', bound=type)
+#: The libraries whose ``<library>.registry.MODELS`` receive the backbones.
+TARGET_LIBRARIES = ('mmdet', 'mmseg')
 
-TARGET_REGISTRIES = (MMDET_MODELS, MMSEG_MODELS)
+
+def installed_model_registries() -> List[Registry]:
+    """``MODELS`` of each library in :data:`TARGET_LIBRARIES` that is installed.
+
+    Raises:
+        ImportError: Neither library is installed.
+    """
+    registries = [import_module(f'{library}.registry').MODELS
+                  for library in TARGET_LIBRARIES if find_spec(library) is not None]
+    if not registries:
+        raise ImportError('mmrmt needs MMDetection or MMSegmentation: install mmdet>=3.3 '
+                          'or mmsegmentation>=1.2 (see requirements/runtime.txt)')
+    return registries
+
+
+TARGET_REGISTRIES = installed_model_registries()
 
 
 def register_backbone(cls: Type) -> Type:
-    """Class decorator registering ``cls`` under its name in mmdet and mmseg."""
+    """Class decorator registering ``cls`` under its name in every target registry."""
     for registry in TARGET_REGISTRIES:
         registry.register_module(module=cls)
     return cls

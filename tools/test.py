@@ -5,25 +5,31 @@ One tool for MMDetection and MMSegmentation configs; the config's
 bbox/segm mAP (CocoMetric) for detection, mIoU (IoUMetric) for segmentation.
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE_OR_DIR]
-                         [--show-dir DIR] [--tta] [--cfg-options KEY=VALUE ...]
-                         [--launcher pytorch]
+                         [--force] [--show-dir DIR] [--tta] [--allow-partial-load]
+                         [--cfg-options KEY=VALUE ...] [--launcher pytorch]
+
+Before the run starts it checks the config, the data paths, that the work dir
+and ``--out`` can be written, and the checkpoint: readable and holding
+exactly the model's weights (a checkpoint of another model would otherwise
+evaluate random weights); ``--allow-partial-load`` accepts a partial one.
+Each problem ends the tool with one line.
 
 ``--out``: detection dumps the predictions to a .pkl file (mmdet's
-DumpDetResults); segmentation writes the predicted label maps as PNGs into
-the folder (mmseg's IoUMetric ``output_dir``).
+DumpDetResults; an existing file is replaced only with ``--force``);
+segmentation writes the predicted label maps as PNGs into the folder
+(mmseg's IoUMetric ``output_dir``).
 ``--show-dir``: detection writes one painted image per test image into the
 folder; segmentation writes them to ``DIR/vis_data/vis_image/`` (mmseg's layout).
 """
 import argparse
 import os.path as osp
-import sys
 import warnings
 
 from mmengine.config import Config
 
-from mmrmt.utils import (PreflightError, build_runner, check_checkpoint_file,
-                         check_dataloader_paths, check_evaluator_files, load_run_config,
-                         parse_launch_args, run_phase)
+from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths,
+                         check_evaluator_files, check_new_file, check_run_checkpoint, check_writable,
+                         exit_on_preflight_error, load_run_config, parse_launch_args, run_phase)
 from mmrmt.utils.test_time_aug import use_test_time_aug
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
@@ -38,6 +44,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         '--out', help='detection: .pkl file receiving the predictions; segmentation: folder '
         'receiving the predicted label maps')
+    parser.add_argument('--force', action='store_true',
+                        help='replace an existing --out file (detection)')
     parser.add_argument('--show', action='store_true', help='show the predictions in a window')
     parser.add_argument('--show-dir', help='folder receiving images painted with the predictions')
     parser.add_argument('--wait-time', type=float, default=2, help='seconds each shown image stays')
@@ -68,19 +76,25 @@ def enable_visualization(cfg: Config, args: argparse.Namespace) -> None:
 
 def main() -> None:
     args = parse_args()
-    try:
+    with exit_on_preflight_error():
         cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
-        check_checkpoint_file(args.checkpoint, 'checkpoint')
+        if args.tta:
+            use_test_time_aug(cfg)
+        check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+        if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
+            raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
+        if args.out and is_detection(cfg):
+            check_new_file(args.out, '--out', args.force)
+        elif args.out:
+            check_writable(args.out, '--out', is_dir=True)
+        if args.show_dir:
+            check_writable(args.show_dir, '--show-dir', is_dir=True)
+        check_run_checkpoint(cfg, args.checkpoint, 'checkpoint',
+                             allow_partial=args.allow_partial_load)
         check_dataloader_paths(cfg, ['test_dataloader'])
         check_evaluator_files(cfg, ['test_evaluator'])
         if args.show or args.show_dir:
             enable_visualization(cfg, args)
-        if args.tta:
-            use_test_time_aug(cfg)
-        if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
-            raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
-    except PreflightError as error:
-        sys.exit(f'error: {error}')
     cfg.load_from = args.checkpoint
     if args.out and not is_detection(cfg):
         cfg.test_evaluator.output_dir = args.out

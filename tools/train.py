@@ -6,18 +6,26 @@ build the run. Without CUDA it trains on the CPU, and distributed runs
 (``--launcher pytorch``, see tools/dist_train.sh) use the gloo backend.
 
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--auto-scale-lr]
-                          [--cfg-options KEY=VALUE ...] [--launcher pytorch]
+                          [--allow-partial-load] [--cfg-options KEY=VALUE ...]
+                          [--launcher pytorch]
+
+Before the run starts it checks the config, the data paths, that the work
+dir can be written, the model's ``Pretrained`` files (readable), and the
+checkpoint the run starts from: readable, a training checkpoint for
+``--resume``, and holding exactly the model's weights (unless
+``--allow-partial-load``). Each problem ends the tool with one line.
 """
 import argparse
-import sys
 import warnings
+from typing import Optional, Tuple
 
 import torch
+from mmengine.config import Config
 
-from mmrmt.engine import ResumeRNGHook
-from mmrmt.utils import (PreflightError, build_runner, check_checkpoint_file,
-                         check_dataloader_paths, check_evaluator_files, load_run_config,
-                         parse_launch_args, run_phase)
+from mmrmt.utils import (PreflightError, add_resume_rng_hook, build_runner, check_dataloader_paths,
+                         check_evaluator_files, check_pretrained_checkpoints, check_run_checkpoint,
+                         check_writable, exit_on_preflight_error, latest_checkpoint,
+                         load_run_config, parse_launch_args, run_phase)
 from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
@@ -42,9 +50,28 @@ def parse_args() -> argparse.Namespace:
     return parse_launch_args(parser)
 
 
+def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[str, str]]:
+    """Point ``cfg`` at the checkpoint the run starts from (``--resume`` or ``load_from``).
+
+    Returns:
+        tuple, optional: The checkpoint and its role in messages, or None
+        when training starts from scratch.
+    """
+    if resume is None and cfg.get('resume'):  # asked for by the config itself
+        resume = cfg.get('load_from') or 'auto'
+    if resume == 'auto':
+        resume = latest_checkpoint(cfg.work_dir)
+    if resume is not None:
+        cfg.resume, cfg.load_from = True, resume
+        return resume, '--resume checkpoint'
+    if cfg.get('load_from'):
+        return cfg.load_from, 'load_from checkpoint'
+    return None
+
+
 def main() -> None:
     args = parse_args()
-    try:
+    with exit_on_preflight_error():
         cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
         if args.amp:
             if not torch.cuda.is_available():
@@ -53,24 +80,20 @@ def main() -> None:
             cfg.optim_wrapper.loss_scale = 'dynamic'
         if args.auto_scale_lr:
             enable_auto_scale_lr(cfg)
-        if args.resume == 'auto':
-            cfg.resume, cfg.load_from = True, None
-        elif args.resume is not None:
-            check_checkpoint_file(args.resume, '--resume checkpoint')
-            cfg.resume, cfg.load_from = True, args.resume
-        else:
-            check_checkpoint_file(cfg.get('load_from'), 'load_from checkpoint')
+        check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+        check_pretrained_checkpoints(cfg)
+        start = set_start_checkpoint(cfg, args.resume)
+        if start is not None:
+            check_run_checkpoint(cfg, *start, resume=bool(cfg.get('resume')),
+                                 allow_partial=args.allow_partial_load)
         loaders, evaluators = ['train_dataloader'], []
         if cfg.get('val_cfg'):  # a run without validation needs no validation data
             loaders.append('val_dataloader')
             evaluators.append('val_evaluator')
         check_dataloader_paths(cfg, loaders)
         check_evaluator_files(cfg, evaluators)
-    except PreflightError as error:
-        sys.exit(f'error: {error}')
-    runner = build_runner(cfg)
-    runner.register_hook(ResumeRNGHook())
-    run_phase(runner, 'train')
+    add_resume_rng_hook(cfg)
+    run_phase(build_runner(cfg), 'train')
 
 
 if __name__ == '__main__':

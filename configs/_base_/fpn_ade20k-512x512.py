@@ -4,9 +4,8 @@
 # and the neck's input channels.
 _base_ = [
     'mmseg::_base_/models/fpn_r50.py', 'mmseg::_base_/datasets/ade20k.py',
-    'mmseg::_base_/default_runtime.py'
+    'mmseg::_base_/default_runtime.py', './mmrmt_runtime.py'
 ]
-custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
 
 crop_size = (512, 512)
 data_preprocessor = dict(size=crop_size)

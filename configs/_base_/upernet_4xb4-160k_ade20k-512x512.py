@@ -4,9 +4,9 @@
 # only its backbone and the heads' input channels.
 _base_ = [
     'mmseg::_base_/models/upernet_r50.py', 'mmseg::_base_/datasets/ade20k.py',
-    'mmseg::_base_/default_runtime.py', './schedules/seg_adamw-warmup-poly_160k.py'
+    'mmseg::_base_/default_runtime.py', './mmrmt_runtime.py',
+    './schedules/seg_adamw-warmup-poly_160k.py'
 ]
-custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
 
 crop_size = (512, 512)
 data_preprocessor = dict(size=crop_size)

@@ -4,9 +4,8 @@
 _base_ = [
     'mmdet::_base_/models/mask-rcnn_r50_fpn.py',
     '../_base_/datasets/demo_coco_instance.py',
-    'mmdet::_base_/default_runtime.py',
+    'mmdet::_base_/default_runtime.py', '../_base_/mmrmt_runtime.py',
 ]
-custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
 
 fpn_channels = 128
 num_classes = 3

@@ -3,10 +3,9 @@
 _base_ = [
     'mmseg::_base_/models/upernet_r50.py',
     '../_base_/datasets/demo_ade.py',
-    'mmseg::_base_/default_runtime.py',
+    'mmseg::_base_/default_runtime.py', '../_base_/mmrmt_runtime.py',
     'mmseg::_base_/schedules/schedule_20k.py',
 ]
-custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
 
 norm_cfg = dict(type='BN', requires_grad=True)
 num_classes = 5

@@ -3,9 +3,9 @@
 # detectron2 configs draw 640-800).
 _base_ = [
     'mmdet::_base_/models/mask-rcnn_r50_fpn.py', '../_base_/datasets/coco_instance_ms-480-800.py',
-    '../_base_/schedules/det_adamw_1x.py', 'mmdet::_base_/default_runtime.py'
+    '../_base_/schedules/det_adamw_1x.py',
+    'mmdet::_base_/default_runtime.py', '../_base_/mmrmt_runtime.py'
 ]
-custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
 
 model = dict(
     backbone=dict(

@@ -2,9 +2,9 @@
 _base_ = [
     '../_base_/models/cascade-mask-rcnn_r50_fpn_4conv1fc-giou.py',
     '../_base_/datasets/coco_instance_ms-480-800.py',
-    '../_base_/schedules/det_adamw_3x.py', 'mmdet::_base_/default_runtime.py'
+    '../_base_/schedules/det_adamw_3x.py',
+    'mmdet::_base_/default_runtime.py', '../_base_/mmrmt_runtime.py'
 ]
-custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
 
 model = dict(
     backbone=dict(

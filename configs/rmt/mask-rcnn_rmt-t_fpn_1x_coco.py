@@ -1,9 +1,9 @@
 # Mask R-CNN 1x with RMT-T (RMT paper, Table 2).
 _base_ = [
     'mmdet::_base_/models/mask-rcnn_r50_fpn.py', '../_base_/datasets/coco_instance.py',
-    '../_base_/schedules/det_adamw_1x.py', 'mmdet::_base_/default_runtime.py'
+    '../_base_/schedules/det_adamw_1x.py',
+    'mmdet::_base_/default_runtime.py', '../_base_/mmrmt_runtime.py'
 ]
-custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
 
 model = dict(
     backbone=dict(

@@ -1,9 +1,9 @@
 # Mask R-CNN 3x+MS with RMT-T (the RMT paper reports S and B, Table 3).
 _base_ = [
     'mmdet::_base_/models/mask-rcnn_r50_fpn.py', '../_base_/datasets/coco_instance_ms-480-800.py',
-    '../_base_/schedules/det_adamw_3x.py', 'mmdet::_base_/default_runtime.py'
+    '../_base_/schedules/det_adamw_3x.py',
+    'mmdet::_base_/default_runtime.py', '../_base_/mmrmt_runtime.py'
 ]
-custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
 
 model = dict(
     backbone=dict(

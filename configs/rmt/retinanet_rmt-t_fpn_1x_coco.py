@@ -2,9 +2,9 @@
 # which adds P6/P7 from its input (as mmdet's Swin RetinaNet).
 _base_ = [
     'mmdet::_base_/models/retinanet_r50_fpn.py', '../_base_/datasets/coco_detection.py',
-    '../_base_/schedules/det_adamw_1x.py', 'mmdet::_base_/default_runtime.py'
+    '../_base_/schedules/det_adamw_1x.py',
+    'mmdet::_base_/default_runtime.py', '../_base_/mmrmt_runtime.py'
 ]
-custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
 
 model = dict(
     backbone=dict(

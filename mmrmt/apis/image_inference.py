@@ -26,7 +26,8 @@ from mmengine.structures import BaseDataElement
 from mmengine.utils import ProgressBar
 
 from mmrmt.checkpoint import extract_state_dict
-from mmrmt.utils import PreflightError, allow_mmengine_checkpoints, revert_sync_bn_when_single
+from mmrmt.checkpoint.loading import fit_problems, shapes
+from mmrmt.utils import PreflightError, revert_sync_bn_when_single
 from .image_inputs import OutputFiles, write_atomically
 
 #: Palette names besides the libraries' dataset names: the config's (or checkpoint's) palette.
@@ -40,18 +41,10 @@ def require_matching_weights(model: torch.nn.Module, checkpoint: dict) -> None:
         PreflightError: Naming the first missing, unexpected or reshaped keys.
     """
     state_dict = extract_state_dict(checkpoint, 'the --weights checkpoint')
-    own = model.state_dict()
-    problems = {
-        'missing': sorted(set(own) - set(state_dict)),
-        'unexpected': sorted(set(state_dict) - set(own)),
-        'of another shape': sorted(key for key in set(own) & set(state_dict)
-                                   if own[key].shape != state_dict[key].shape),
-    }
-    found = [f'{len(keys)} keys {kind} ({", ".join(keys[:3])}{", ..." if len(keys) > 3 else ""})'
-             for kind, keys in problems.items() if keys]
-    if found:
+    problems = fit_problems(shapes(model.state_dict()), shapes(state_dict))
+    if problems:
         raise PreflightError(f'the --weights checkpoint does not fit the config\'s model: '
-                             f'{"; ".join(found)}; give the checkpoint trained with this config')
+                             f'{"; ".join(problems)}; give the checkpoint trained with this config')
 
 
 def test_set_metainfo(cfg: Config) -> dict:
@@ -147,8 +140,7 @@ def build_inferencer(cfg: Config,
     """
     cfg = revert_sync_bn_when_single(copy.deepcopy(cfg), distributed=False)
     factory = inferencer_class(cfg.get('default_scope'))
-    with allow_mmengine_checkpoints():
-        inferencer = factory(model=cfg, weights=weights, device=device)
+    inferencer = factory(model=cfg, weights=weights, device=device)
     inferencer.show_progress = False  # one progress bar, ours, over all images
     meta = inferencer.model.dataset_meta
     if palette != CONFIG_PALETTE:

@@ -7,14 +7,12 @@ the JSON file of each image and refuses to replace existing files unless the
 caller forces it.
 """
 import glob
-import os
-import tempfile
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Sequence
 
 import mmcv
 
-from mmrmt.utils import PreflightError
+from mmrmt.utils import PreflightError, replaced_atomically
 
 #: File endings read from a folder (a single file or a glob match is taken as it is).
 IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
@@ -105,11 +103,5 @@ def output_files(images: Sequence[Path], out_dir: Path, force: bool) -> Dict[Pat
 def write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path``, then move it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-    try:
-        with os.fdopen(handle, 'wb') as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    with replaced_atomically(str(path)) as temporary:
+        Path(temporary).write_bytes(data)

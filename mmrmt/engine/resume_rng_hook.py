@@ -4,10 +4,12 @@ from typing import Dict, List, Optional
 import torch
 from mmengine.dist import get_world_size
 from mmengine.hooks import Hook
+from mmengine.registry import HOOKS
 
 CHECKPOINT_KEY = 'torch_rng_state'
 
 
+@HOOKS.register_module()
 class ResumeRNGHook(Hook):
     """Save torch's CPU and CUDA generator states in every checkpoint and
     restore them when training resumes from it.
@@ -21,6 +23,10 @@ class ResumeRNGHook(Hook):
     reproduces it, in dataloader workers as in the main process. Only rank
     0's states are saved, so a distributed run restores none (each process
     keeps its own seeded stream).
+
+    Registered in mmengine's ``HOOKS``, so any launcher builds it from a
+    config's ``custom_hooks=[dict(type='ResumeRNGHook')]`` (mmrmt's configs
+    name it in ``configs/_base_/mmrmt_runtime.py``).
     """
 
     priority = 'VERY_LOW'

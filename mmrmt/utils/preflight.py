@@ -4,6 +4,7 @@ A wrong path otherwise surfaces minutes later, deep inside a dataset or a
 checkpoint loader, as a long traceback. :class:`PreflightError` carries a
 single-line message naming the missing path and how to fix it.
 """
+import os
 import os.path as osp
 from typing import Iterator, Optional, Sequence, Tuple
 
@@ -21,22 +22,60 @@ def is_remote(path: str) -> bool:
     return '://' in path
 
 
-def check_config_file(path: str) -> None:
-    if not osp.isfile(path):
-        raise PreflightError(f'config file not found: {path}')
+def nearest_existing(path: str) -> str:
+    """``path`` itself if it exists, else its closest existing ancestor."""
+    path = osp.abspath(path)
+    while not osp.exists(path):
+        path = osp.dirname(path)
+    return path
 
 
-def check_checkpoint_file(path: Optional[str], role: str) -> None:
-    """Fail unless ``path`` is None, remote, or an existing file.
+def check_writable(path: str, what: str, is_dir: bool) -> None:
+    """Fail unless ``path`` can be created or written, without creating anything.
 
     Args:
-        path (str, optional): The checkpoint.
-        role (str): What the checkpoint is for, used in the message
-            (e.g. ``'--resume checkpoint'``).
+        path (str): A folder (``is_dir``) or a file the run will write.
+        what (str): Its role in the message, e.g. ``'--work-dir'``.
+        is_dir (bool): Whether ``path`` is a folder.
     """
-    if path is None or is_remote(path) or osp.isfile(path):
+    existing = nearest_existing(path)
+    if existing == osp.abspath(path):
+        if is_dir and not osp.isdir(existing):
+            raise PreflightError(f'{what} {path} exists and is not a folder')
+        if not is_dir and osp.isdir(existing):
+            raise PreflightError(f'{what} {path} is a folder; name a file')
+        if not os.access(existing, os.W_OK):
+            raise PreflightError(f'{what} {path} is not writable')
         return
-    raise PreflightError(f'{role} not found: {path}')
+    if not osp.isdir(existing):
+        raise PreflightError(f'{what} {path} cannot be created: {existing} is a file, not a folder')
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PreflightError(f'{what} {path} cannot be created: {existing} is not writable')
+
+
+def same_file(first: str, second: str) -> bool:
+    """Whether two paths name one file (also through links)."""
+    return osp.abspath(first) == osp.abspath(second) or (
+        osp.exists(first) and osp.exists(second) and osp.samefile(first, second))
+
+
+def check_new_file(path: str, what: str, force: bool, source: Optional[str] = None) -> None:
+    """Fail if writing ``path`` would replace a user's file without ``--force``.
+
+    Args:
+        path (str): The file to write.
+        what (str): Its role in the message, e.g. ``'destination'``.
+        force (bool): Whether replacing an existing file was asked for.
+        source (str, optional): The input the file is made from; writing
+            over it also needs ``force``.
+    """
+    if not force and source is not None and same_file(path, source):
+        raise PreflightError(f'{what} {path} is the source itself; write elsewhere, or add '
+                             '--force to replace the source with the result')
+    if osp.exists(path) and not force:
+        raise PreflightError(f'{what} {path} exists; choose another path, or add --force to '
+                             'replace it')
+    check_writable(path, what, is_dir=False)
 
 
 def leaf_datasets(dataset: dict) -> Iterator[dict]:

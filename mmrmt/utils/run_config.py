@@ -1,7 +1,7 @@
 """The config handling tools/train.py and tools/test.py share.
 
-Loads a config with its command-line overrides, then adapts it to the
-machine: the work dir default, the launcher, BN instead of SyncBN when the
+Parses the options both tools take, loads a config with its command-line
+overrides, then adapts it to the machine: the work dir default, the launcher, BN instead of SyncBN when the
 run is not distributed on CUDA, and, for distributed runs without CUDA, the
 gloo backend and a CPU DistributedDataParallel. mmengine's own process-group
 setup assumes a GPU per process, so :func:`build_runner` starts gloo itself.
@@ -9,7 +9,9 @@ setup assumes a GPU per process, so :func:`build_runner` starts gloo itself.
 import argparse
 import os
 import os.path as osp
-from typing import Any, Optional
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
 
 import torch
 import torch.distributed as dist
@@ -17,8 +19,9 @@ from mmengine.config import Config, DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
-from .preflight import PreflightError, check_config_file
-from .safe_checkpoint import allow_mmengine_checkpoints
+from mmrmt.engine import ResumeRNGHook
+from .config_file import read_config
+from .preflight import PreflightError
 from .sync_bn import revert_sync_bn_when_single
 
 
@@ -39,11 +42,10 @@ def load_run_config(config: str,
         Config: The prepared config.
 
     Raises:
-        PreflightError: If the config file does not exist, or a CPU run asks
-            for a launcher other than 'pytorch'.
+        PreflightError: If the config file does not exist or cannot be
+            loaded, or a CPU run asks for a launcher other than 'pytorch'.
     """
-    check_config_file(config)
-    cfg = Config.fromfile(config)
+    cfg = read_config(config)
     if cfg_options:
         cfg.merge_from_dict(cfg_options)
     cfg.launcher = launcher
@@ -83,15 +85,32 @@ def build_runner(cfg: Config) -> Runner:
     return Runner.from_cfg(cfg)
 
 
+def add_resume_rng_hook(cfg: Config) -> None:
+    """Name :class:`~mmrmt.engine.ResumeRNGHook` in ``custom_hooks`` unless it is there.
+
+    mmrmt's configs name it already (``configs/_base_/mmrmt_runtime.py``);
+    this gives a user's own config the same exact resume, without a second
+    copy of the hook.
+    """
+    hooks = list(cfg.get('custom_hooks') or [])
+    if not any(hook.get('type') in ('ResumeRNGHook', ResumeRNGHook) for hook in hooks):
+        cfg.custom_hooks = hooks + [dict(type='ResumeRNGHook')]
+
+
 def parse_launch_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
     """Add the options train.py and test.py share, parse, and export ``LOCAL_RANK``.
 
-    The shared options: ``--cfg-options``, ``--launcher`` and ``--local_rank``
-    (for launchers that pass it instead of setting ``LOCAL_RANK``).
+    The shared options: ``--cfg-options``, ``--allow-partial-load``,
+    ``--launcher`` and ``--local_rank`` (for launchers that pass it instead
+    of setting ``LOCAL_RANK``).
     """
     parser.add_argument(
         '--cfg-options', nargs='+', action=DictAction,
         help='override config settings, e.g. key=value a.b=1 list="[1,2]" (no spaces)')
+    parser.add_argument(
+        '--allow-partial-load', action='store_true',
+        help='load a checkpoint that does not hold exactly the model\'s weights (only the '
+        'matching ones are loaded); without it such a checkpoint is refused before the run')
     parser.add_argument(
         '--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'], default='none',
         help='job launcher')
@@ -101,17 +120,24 @@ def parse_launch_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
     return args
 
 
+@contextmanager
+def exit_on_preflight_error() -> Iterator[None]:
+    """End the process with ``error: <message>`` (one line, status 1) on a PreflightError."""
+    try:
+        yield
+    except PreflightError as error:
+        sys.exit(f'error: {error}')
+
+
 def run_phase(runner: Runner, phase: str) -> Any:
     """``runner.train()`` or ``runner.test()`` ('train' / 'test'), start to finish.
 
-    mmengine checkpoints stay loadable with weights-only unpickling
-    (:func:`allow_mmengine_checkpoints`); afterwards the process leaves its
-    distributed group, if any, once every process is done: left open, gloo's
-    threads are still running at interpreter exit and a process of a finished
-    run can abort ('terminate called without an active exception').
+    Afterwards the process leaves its distributed group, if any, once every
+    process is done: left open, gloo's threads are still running at
+    interpreter exit and a process of a finished run can abort ('terminate
+    called without an active exception').
     """
-    with allow_mmengine_checkpoints():
-        result = getattr(runner, phase)()
+    result = getattr(runner, phase)()
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()

@@ -1,9 +1,12 @@
 """Load mmengine checkpoints with torch's weights-only unpickler.
 
 torch >= 2.6 loads with ``weights_only=True`` by default and refuses the
-non-tensor objects mmengine stores beside the weights. Instead of turning the
-safety off, :func:`allow_mmengine_checkpoints` allows exactly what an
-mmengine training checkpoint holds besides tensors and plain containers:
+non-tensor objects mmengine stores beside the weights, so ``--resume`` fails
+in any launcher (ours, mmdet's or mmseg's ``tools/train.py``). Instead of
+turning the safety off, :func:`allow_mmengine_checkpoints` (called when
+``mmrmt`` is imported, e.g. through a config's ``custom_imports``) adds to
+torch's allow-list exactly what an mmengine training checkpoint holds besides
+tensors and plain containers:
 
 * the message hub's :class:`~mmengine.logging.HistoryBuffer` of every logged
   scalar, whose state holds its statistic functions (pickled as
@@ -14,9 +17,8 @@ mmengine training checkpoint holds besides tensors and plain containers:
 
 Anything else (another class, a real ``getattr`` call) is still refused.
 """
-from contextlib import contextmanager
 from pickle import UnpicklingError
-from typing import Callable, Iterator, List, Tuple, Union
+from typing import Callable, List, Tuple, Union
 
 import numpy as np
 import torch.serialization
@@ -75,13 +77,16 @@ MMENGINE_CHECKPOINT_TYPES: List[SafeGlobal] = [
 ]
 
 
-@contextmanager
-def allow_mmengine_checkpoints() -> Iterator[None]:
-    """Within the context, weights-only ``torch.load`` accepts mmengine checkpoints.
+def allow_mmengine_checkpoints() -> None:
+    """Let weights-only ``torch.load`` accept mmengine checkpoints, in this process.
+
+    Adds :data:`MMENGINE_CHECKPOINT_TYPES` to torch's safe globals (once;
+    calling again changes nothing). Everything else is still refused.
 
     Example:
-        >>> with allow_mmengine_checkpoints():
-        ...     runner.train()  # --resume loads optimizer, schedulers, message hub
+        >>> allow_mmengine_checkpoints()  # done by ``import mmrmt``
+        >>> checkpoint = torch.load('work_dirs/run/iter_4.pth', weights_only=True)
     """
-    with torch.serialization.safe_globals(MMENGINE_CHECKPOINT_TYPES):
-        yield
+    allowed = torch.serialization.get_safe_globals()
+    torch.serialization.add_safe_globals(
+        [entry for entry in MMENGINE_CHECKPOINT_TYPES if entry not in allowed])

@@ -9,9 +9,8 @@ import pytest
 import timm
 import torch
 from helpers.upstream_layouts import random_upstream_state_dict
+from mmdet.registry import MODELS as MMDET_MODELS
 from zoo_configs import CONFIG_DIR, load_config
-
-from mmrmt.registry import MMDET_MODELS
 
 
 def resmlp_12_timm_state_dict() -> dict:

@@ -1,6 +1,8 @@
-"""allow_mmengine_checkpoints: weights-only loading of mmengine checkpoints,
-still refusing anything else."""
+"""allow_mmengine_checkpoints (run by ``import mmrmt``): weights-only loading
+of mmengine checkpoints, still refusing anything else."""
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -45,17 +47,28 @@ def save(obj, tmp_path):
     return path
 
 
-def test_weights_only_load_refuses_then_allows_mmengine_checkpoint(tmp_path):
+def load_in_fresh_process(path, preamble: str) -> subprocess.CompletedProcess:
+    code = f'{preamble}\nimport torch\ntorch.load({str(path)!r}, weights_only=True)'
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
+
+
+def test_import_mmrmt_lets_weights_only_load_read_mmengine_checkpoints(tmp_path):
     path = save(mmengine_like_checkpoint(), tmp_path)
-    with pytest.raises(pickle.UnpicklingError):
-        torch.load(path, weights_only=True)
-    with allow_mmengine_checkpoints():
-        loaded = torch.load(path, weights_only=True)
+    refused = load_in_fresh_process(path, '')
+    assert refused.returncode != 0 and 'HistoryBuffer was not an allowed global' in refused.stderr
+    allowed = load_in_fresh_process(path, 'import mmrmt')
+    assert allowed.returncode == 0, allowed.stderr[-2000:]
+
+
+def test_mmengine_checkpoint_contents_survive_the_weights_only_load(tmp_path):
+    allow_mmengine_checkpoints()  # already done by importing mmrmt; calling again is harmless
+    loaded = torch.load(save(mmengine_like_checkpoint(), tmp_path), weights_only=True)
     buffer = loaded['message_hub']['log_scalars']['train/loss']
     assert isinstance(buffer, HistoryBuffer)
     assert buffer.mean() == pytest.approx(1.4)
     assert buffer.statistics('current') == pytest.approx(1.3)
     assert loaded['message_hub']['runtime_info']['eta'] == 12.5
+    assert loaded['optimizer']['param_groups'][0]['lr'] == pytest.approx(1e-3)
 
 
 @pytest.mark.parametrize('payload', [
@@ -66,14 +79,11 @@ def test_weights_only_load_refuses_then_allows_mmengine_checkpoint(tmp_path):
 ])
 def test_other_objects_are_still_refused(payload, tmp_path):
     path = save(dict(state_dict={'w': torch.ones(1)}, extra=payload), tmp_path)
-    with allow_mmengine_checkpoints(), pytest.raises(pickle.UnpicklingError):
+    with pytest.raises(pickle.UnpicklingError):
         torch.load(path, weights_only=True)
 
 
-def test_allowlist_is_scoped_to_the_context(tmp_path):
-    # torch registers some of its own types lazily (on first import of a
-    # submodule), so compare what this context adds, not the whole list.
-    assert HistoryBuffer not in torch.serialization.get_safe_globals()
-    with allow_mmengine_checkpoints():
-        assert HistoryBuffer in torch.serialization.get_safe_globals()
-    assert HistoryBuffer not in torch.serialization.get_safe_globals()
+def test_allowing_twice_adds_nothing():
+    before = list(torch.serialization.get_safe_globals())
+    allow_mmengine_checkpoints()
+    assert torch.serialization.get_safe_globals() == before

@@ -1,14 +1,18 @@
-"""tools/model_converters on synthetic checkpoints in the upstream layouts."""
+"""tools/model_converters on synthetic checkpoints in the upstream layouts and
+on checkpoints our tools/train.py wrote; they never destroy a file."""
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 from helpers.upstream_layouts import random_upstream_state_dict
+from mmengine.config import Config
+from tool_process import REPO, load_checkpoint, run_script
 
 from mmrmt.models.backbones import RMT, ResT
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'tools' / 'model_converters'))
+CONVERTERS = REPO / 'tools' / 'model_converters'
+sys.path.insert(0, str(CONVERTERS))
 import rest_detectron2_to_mmrmt  # noqa: E402
 import rmt_to_mmrmt  # noqa: E402
 
@@ -23,6 +27,14 @@ def assert_loaded(backbone: torch.nn.Module, expected: dict) -> None:
     own = backbone.state_dict()
     for key, value in expected.items():
         assert torch.equal(own[key], value.to(own[key].dtype)), key
+
+
+def converter_error(converter, args) -> str:
+    """Run a converter's main(); return the one line it exits with (status 1)."""
+    with pytest.raises(SystemExit) as exited:
+        converter.main([str(arg) for arg in args])
+    assert isinstance(exited.value.code, str) and '\n' not in exited.value.code
+    return exited.value.code
 
 
 def rmt_backbone_keys(classifier: dict) -> dict:
@@ -57,9 +69,10 @@ def test_rmt_mmdet2_detector_file(tmp_path):
 
 def test_rmt_converter_rejects_other_files(tmp_path):
     torch.save({'state_dict': {'conv1.weight': torch.rand(64, 3, 7, 7)}}, tmp_path / 'resnet.pth')
-    with pytest.raises(ValueError, match='not an RMT checkpoint'):
-        rmt_to_mmrmt.main([str(tmp_path / 'resnet.pth'), str(tmp_path / 'out.pth')])
+    message = converter_error(rmt_to_mmrmt, [tmp_path / 'resnet.pth', tmp_path / 'out.pth'])
+    assert message.startswith('error: not an RMT checkpoint')
     assert not (tmp_path / 'out.pth').exists()
+    assert [path.name for path in tmp_path.iterdir()] == ['resnet.pth'], 'a temporary file was left'
 
 
 def test_rest_detectron2_file(tmp_path):
@@ -84,5 +97,90 @@ def test_rest_detectron2_file(tmp_path):
 
 def test_rest_converter_rejects_a_classifier_file(tmp_path):
     torch.save({'model': random_upstream_state_dict('rest-small')}, tmp_path / 'rest_small.pth')
-    with pytest.raises(ValueError, match='backbone.bottom_up'):
-        rest_detectron2_to_mmrmt.main([str(tmp_path / 'rest_small.pth'), str(tmp_path / 'out.pth')])
+    message = converter_error(rest_detectron2_to_mmrmt,
+                              [tmp_path / 'rest_small.pth', tmp_path / 'out.pth'])
+    assert message == "error: not a ResT detectron2 checkpoint: no keys start with 'backbone.bottom_up.'"
+
+
+def test_training_checkpoint_gives_its_backbone(det_work_dir, tmp_path):
+    """A checkpoint of our tools/train.py (mmengine's layout, a custom arch)."""
+    trained = load_checkpoint(det_work_dir / 'iter_4.pth')
+    backbone = {key[len('backbone.'):]: value for key, value in trained['state_dict'].items()
+                if key.startswith('backbone.')}
+    rmt_to_mmrmt.main([str(det_work_dir / 'iter_4.pth'), str(tmp_path / 'out.pth')])
+    saved = torch.load(tmp_path / 'out.pth', weights_only=True)
+    assert saved['meta']['arch']['embed_dims'] == [16, 32, 64, 64]
+    assert set(saved['state_dict']) == set(backbone)
+    assert_loaded(load_with_init_cfg(RMT, saved['meta']['arch'], tmp_path / 'out.pth'), backbone)
+
+
+def test_training_checkpoint_of_another_backbone_is_refused(det_work_dir, tmp_path):
+    message = converter_error(rest_detectron2_to_mmrmt, [det_work_dir / 'iter_4.pth',
+                                                         tmp_path / 'out.pth'])
+    assert message == (f"error: {det_work_dir / 'iter_4.pth'} was trained with the backbone "
+                       "'RMT', not ResT; use the converter of that backbone")
+    assert not (tmp_path / 'out.pth').exists()
+
+
+def test_training_checkpoint_loads_as_backbone_init(det_work_dir):
+    trained = load_checkpoint(det_work_dir / 'iter_4.pth')
+    arch = Config.fromstring(trained['meta']['cfg'], file_format='.py').model.backbone.arch
+    backbone = RMT(arch=arch, init_cfg=dict(type='Pretrained', prefix='backbone.',
+                                            checkpoint=str(det_work_dir / 'iter_4.pth')))
+    backbone.init_weights()
+    assert_loaded(backbone, {key[len('backbone.'):]: value
+                             for key, value in trained['state_dict'].items()
+                             if key.startswith('backbone.')})
+
+
+@pytest.fixture
+def rmt_source(tmp_path) -> Path:
+    path = tmp_path / 'rmt_t3.pth'
+    torch.save({'model': random_upstream_state_dict('rmt-t')}, path)
+    return path
+
+
+def assert_refused_and_untouched(args, expected: str, files) -> None:
+    before = {path: path.read_bytes() for path in files}
+    assert converter_error(rmt_to_mmrmt, args) == expected
+    assert {path: path.read_bytes() for path in files} == before
+    assert not list(Path(args[1]).parent.glob('.*.tmp')), 'a temporary file was left'
+
+
+def test_invalid_source_leaves_the_destination(tmp_path):
+    source, destination = tmp_path / 'notes.pth', tmp_path / 'out.pth'
+    source.write_text('not a checkpoint')
+    destination.write_bytes(b'the user\'s file')
+    assert_refused_and_untouched(
+        [source, destination, '--force'],
+        f"error: {source} is not a readable PyTorch checkpoint: it is neither a zip archive nor "
+        "a pickle (it starts with b'not a checkpoint')", [source, destination])
+
+
+def test_existing_destination_needs_force(rmt_source, tmp_path):
+    destination = tmp_path / 'out.pth'
+    destination.write_bytes(b'the user\'s file')
+    assert_refused_and_untouched(
+        [rmt_source, destination],
+        f'error: destination {destination} exists; choose another path, or add --force to '
+        'replace it', [rmt_source, destination])
+    rmt_to_mmrmt.main([str(rmt_source), str(destination), '--force'])
+    assert torch.load(destination, weights_only=True)['meta']['arch'] == 't'
+
+
+def test_destination_equal_to_source_needs_force(rmt_source):
+    assert_refused_and_untouched(
+        [rmt_source, rmt_source.parent / '.' / rmt_source.name],
+        f'error: destination {rmt_source.parent / "." / rmt_source.name} is the source itself; '
+        'write elsewhere, or add --force to replace the source with the result', [rmt_source])
+    rmt_to_mmrmt.main([str(rmt_source), str(rmt_source), '--force'])
+    assert set(torch.load(rmt_source, weights_only=True)) == {'state_dict', 'meta'}
+
+
+def test_refusal_exits_non_zero_in_a_subprocess(rmt_source, tmp_path):
+    destination = tmp_path / 'out.pth'
+    destination.write_bytes(b'the user\'s file')
+    result = run_script(CONVERTERS / 'rmt_to_mmrmt.py', [rmt_source, destination])
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith(f'error: destination {destination} exists')
+    assert destination.read_bytes() == b'the user\'s file'

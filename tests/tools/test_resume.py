@@ -15,7 +15,7 @@ def test_interrupted_and_resumed_equals_uninterrupted(det_work_dir, demo_root, t
     check_ok(result)
     assert 'resumed epoch: 0, iter: 2' in result.stdout + result.stderr
 
-    straight, continued = load_checkpoint(det_work_dir / 'iter_4.pth'), load_checkpoint(resumed / 'iter_4.pth')
+    straight, continued = (load_checkpoint(run / 'iter_4.pth') for run in (det_work_dir, resumed))
     assert continued['meta']['iter'] == 4
     assert straight['state_dict'].keys() == continued['state_dict'].keys()
     differing = [key for key, value in straight['state_dict'].items()

@@ -1,4 +1,5 @@
-"""Wrong paths fail fast, before anything is built, with one line naming them.
+"""Wrong paths, bad checkpoints and broken configs fail fast, before the run
+starts, with one line naming them.
 
 One case runs the tool in a subprocess (the line is all the user sees); the
 others run the tool's main() in this process, which is the same code path
@@ -9,7 +10,8 @@ import sys
 
 import pytest
 import torch
-from tool_process import DET_CONFIG, REPO, SEG_CONFIG, run_tool
+from tool_process import (DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, load_checkpoint,
+                          run_tool)
 
 
 def assert_fails_with(result, message: str, work_dir) -> None:
@@ -56,9 +58,8 @@ def test_missing_data_root(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / 'w').exists()
 
 
-def test_missing_annotation_file(demo_root, tmp_path, monkeypatch, capsys):
-    checkpoint = tmp_path / 'model.pth'
-    checkpoint.touch()  # exists, so the data check is what fails
+def test_missing_annotation_file(det_work_dir, demo_root, tmp_path, monkeypatch, capsys):
+    checkpoint = det_work_dir / 'iter_4.pth'  # fits the model, so the data check is what fails
     message = exit_message('test.py', [DET_CONFIG, checkpoint, '--work-dir', tmp_path / 'w',
                                        '--cfg-options',
                                        f'test_dataloader.dataset.data_root={demo_root}/coco/',
@@ -87,3 +88,131 @@ def test_amp_is_refused_without_cuda(tmp_path, monkeypatch, capsys):
     message = exit_message('train.py', [DET_CONFIG, '--work-dir', tmp_path / 'w', '--amp'],
                            monkeypatch, capsys)
     assert message == 'error: --amp needs a CUDA device; train without --amp on the CPU'
+
+
+@pytest.fixture(scope='module')
+def bad_checkpoints(det_work_dir, tmp_path_factory):
+    """Files that are not usable checkpoints, as users meet them."""
+    folder = tmp_path_factory.mktemp('bad_checkpoints')
+    (folder / 'empty.pth').touch()
+    whole = (det_work_dir / 'iter_4.pth').read_bytes()
+    (folder / 'truncated.pth').write_bytes(whole[:len(whole) // 2])
+    (folder / 'notes.pth').write_text('weights are on the shared drive\n')
+    trained = load_checkpoint(det_work_dir / 'iter_4.pth')
+    torch.save({'state_dict': {key[len('backbone.'):]: value
+                               for key, value in trained['state_dict'].items()
+                               if key.startswith('backbone.')}}, folder / 'backbone.pth')
+    trained['state_dict']['roi_head.bbox_head.fc_cls.weight'] = torch.zeros(11, 32)
+    torch.save(trained, folder / 'ten_classes.pth')
+    return folder
+
+
+UNREADABLE = 'is not a readable PyTorch checkpoint: '
+
+
+@pytest.mark.parametrize('name,reason', [
+    ('empty.pth', 'the file is empty (0 bytes)'),
+    ('truncated.pth', 'the file is truncated or corrupted (its zip directory is missing)'),
+    ('notes.pth', "it is neither a zip archive nor a pickle (it starts with b'weights are on t')"),
+])
+@pytest.mark.parametrize('tool,role', [
+    ('test.py', 'checkpoint'),
+    ('train.py', '--resume checkpoint'),
+    ('train.py', 'load_from checkpoint'),
+])
+def test_unreadable_checkpoint(name, reason, tool, role, bad_checkpoints, tmp_path, monkeypatch,
+                               capsys):
+    path = bad_checkpoints / name
+    given = {'checkpoint': [path], '--resume checkpoint': ['--resume', path],
+             'load_from checkpoint': ['--cfg-options', f'load_from={path}']}[role]
+    positional = [DET_CONFIG, *given] if tool == 'test.py' else [DET_CONFIG]
+    extra = [] if tool == 'test.py' else given
+    message = exit_message(tool, [*positional, '--work-dir', tmp_path / 'w', *extra],
+                           monkeypatch, capsys)
+    assert message == f'error: {role} {path} {UNREADABLE}{reason}'
+    assert not (tmp_path / 'w').exists()
+
+
+def test_backbone_file_cannot_be_resumed(bad_checkpoints, tmp_path, monkeypatch, capsys):
+    path = bad_checkpoints / 'backbone.pth'
+    message = exit_message('train.py', [DET_CONFIG, '--work-dir', tmp_path / 'w', '--resume', path],
+                           monkeypatch, capsys)
+    assert message == (f'error: --resume checkpoint {path} is not a training checkpoint (it has '
+                       'no message_hub, meta.epoch, meta.iter): resume from a file tools/train.py '
+                       f'wrote, or start from these weights with --cfg-options load_from={path}')
+
+
+def test_resume_without_a_checkpoint_in_the_work_dir(tmp_path, monkeypatch, capsys):
+    (tmp_path / 'w').mkdir()
+    message = exit_message('train.py', [DET_CONFIG, '--work-dir', tmp_path / 'w', '--resume'],
+                           monkeypatch, capsys)
+    assert message == (f'error: --resume found no checkpoint to resume from in {tmp_path / "w"} '
+                       '(no last_checkpoint file); name one with --resume CKPT, or train from '
+                       'scratch without --resume')
+
+
+def test_checkpoint_of_another_model_is_refused_before_testing(bad_checkpoints, tmp_path,
+                                                               monkeypatch, capsys):
+    path = bad_checkpoints / 'backbone.pth'
+    message = exit_message('test.py', [DET_CONFIG, path, '--work-dir', tmp_path / 'w'],
+                           monkeypatch, capsys)
+    assert message.startswith(f'error: checkpoint {path} does not fit the model of {DET_CONFIG}: ')
+    assert '153 unexpected keys (extra_norms.0.bias, ' in message
+    assert '189 missing keys (backbone.extra_norms.0.bias, ' in message
+    assert message.endswith('add --allow-partial-load')
+    assert not (tmp_path / 'w').exists()
+
+
+def test_reshaped_weights_are_refused_unless_partial_load_is_allowed(bad_checkpoints, demo_root,
+                                                                     tmp_path, monkeypatch, capsys):
+    path = bad_checkpoints / 'ten_classes.pth'
+    args = [DET_CONFIG, '--work-dir', tmp_path / 'w', '--cfg-options', 'train_cfg.max_iters=1',
+            'train_cfg.val_interval=100', f'load_from={path}', *det_data_options(demo_root)]
+    message = exit_message('train.py', args, monkeypatch, capsys)
+    assert message.startswith(
+        f'error: load_from checkpoint {path} does not fit the model of {DET_CONFIG}: 1 tensors '
+        'differ in shape (roi_head.bbox_head.fc_cls.weight: file (11, 32) vs model (4, 32)). ')
+    check_ok(run_tool(['train.py', *args, '--allow-partial-load']))
+    assert (tmp_path / 'w' / 'iter_1.pth').is_file()
+
+
+@pytest.mark.parametrize('option', ['--out', '--work-dir'])
+def test_unwritable_output_fails_in_preflight(option, det_work_dir, tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / 'a_file'
+    blocker.write_text('')
+    target = blocker / ('preds.pkl' if option == '--out' else 'work')
+    args = [DET_CONFIG, det_work_dir / 'iter_4.pth', '--work-dir', tmp_path / 'w', option, target]
+    message = exit_message('test.py', args, monkeypatch, capsys)
+    assert message == f'error: {option} {target} cannot be created: {blocker} is a file, not a folder'
+    assert not (tmp_path / 'w').exists()
+
+
+def test_config_syntax_error_names_the_file(tmp_path, monkeypatch, capsys):
+    broken = tmp_path / 'broken_base.py'
+    broken.write_text('model = dict(\n    type="RMT",\n')
+    (tmp_path / 'child.py').write_text("_base_ = ['./broken_base.py']\n")
+    message = exit_message('train.py', [tmp_path / 'child.py', '--work-dir', tmp_path / 'w'],
+                           monkeypatch, capsys)
+    assert message == f"error: syntax error in config {broken}, line 1: '(' was never closed"
+
+
+def test_unreadable_pretrained_backbone_file_fails_before_training(bad_checkpoints, tmp_path,
+                                                                   monkeypatch, capsys):
+    path = bad_checkpoints / 'truncated.pth'
+    config = tmp_path / 'pretrained.py'
+    config.write_text(f"_base_ = ['{DET_CONFIG}']\n"
+                      f"model = dict(backbone=dict(init_cfg=dict(type='Pretrained', "
+                      f"checkpoint='{path}')))\n")
+    message = exit_message('train.py', [config, '--work-dir', tmp_path / 'w'], monkeypatch, capsys)
+    assert message == (f'error: model.backbone.init_cfg checkpoint {path} {UNREADABLE}the file is '
+                       'truncated or corrupted (its zip directory is missing)')
+    assert not (tmp_path / 'w').exists()
+
+
+def test_existing_out_file_needs_force(det_work_dir, tmp_path, monkeypatch, capsys):
+    out = tmp_path / 'preds.pkl'
+    out.write_bytes(b'earlier predictions')
+    message = exit_message('test.py', [DET_CONFIG, det_work_dir / 'iter_4.pth', '--out', out,
+                                       '--work-dir', tmp_path / 'w'], monkeypatch, capsys)
+    assert message == f'error: --out {out} exists; choose another path, or add --force to replace it'
+    assert out.read_bytes() == b'earlier predictions'

@@ -178,10 +178,10 @@ def tiny_upstream_detector(tmp_path_factory) -> Path:
 def test_converter_checks_before_writing(tiny_upstream_detector, tmp_path):
     src, dst = tiny_upstream_detector, tmp_path / 'ours.pth'
     dst.write_bytes(b'keep me')
-    with pytest.raises(PreflightError, match='exists; pass --force'):
+    with pytest.raises(PreflightError, match='exists; choose another path, or add --force'):
         converter.main([str(src), str(dst), '--config', str(DET_CONFIG)])
-    with pytest.raises(PreflightError, match='also an input'):
-        converter.main([str(src), str(src), '--config', str(DET_CONFIG), '--force'])
+    with pytest.raises(PreflightError, match='is the source itself'):
+        converter.main([str(src), str(src), '--config', str(DET_CONFIG)])
     with pytest.raises(ValueError, match=r'keys the model does not have, of the .*RPNHead.*; .*'
                                          r'keys of the model are not in the file \(decode_head'):
         converter.main([str(src), str(dst), '--config', str(SEG_CONFIG), '--force'])

@@ -5,6 +5,7 @@ import cv2
 import numpy as np
 import pytest
 import torch
+from mmengine.config import Config
 from helpers.upstream_layouts import random_upstream_state_dict
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, run_tool
 
@@ -58,7 +59,7 @@ def test_rmt_t_stage_picture_and_decay_values(image, tmp_path):
 def test_attention_map_is_what_the_masa_applies(attn_impl, stage, image):
     """Weighting v by the map gives the MaSA's output at the query (before
     the LCE and the output projection), as the module computes it."""
-    cfg = visualize_decay.Config.fromfile(str(DET_CONFIG))
+    cfg = Config.fromfile(str(DET_CONFIG))
     cfg.model.backbone.attn_impl = attn_impl
     model = visualize_decay.build_cpu_model(cfg)
     attention = model.backbone.layers[stage].blocks[0].retention
@@ -79,7 +80,7 @@ def test_attention_map_is_what_the_masa_applies(attn_impl, stage, image):
 def test_fast_and_reference_give_the_same_maps(image, tmp_path):
     weights = tmp_path / 'model.pth'
     torch.manual_seed(0)
-    model = visualize_decay.build_cpu_model(visualize_decay.Config.fromfile(str(DET_CONFIG)))
+    model = visualize_decay.build_cpu_model(Config.fromfile(str(DET_CONFIG)))
     torch.save({'state_dict': model.state_dict(), 'meta': {}}, weights)
     for stage in (1, 3):  # decomposed, full
         fast, reference = (run(DET_CONFIG, image, tmp_path / f'{impl}{stage}.png', '--weights', weights,
@@ -120,7 +121,7 @@ def test_inputs_are_checked_before_anything_is_computed(image, tmp_path):
         visualize_decay.main([str(DET_CONFIG), '--image', image, '--out', str(tmp_path / 'out.jpg')])
     assert sorted(p.name for p in tmp_path.iterdir()) == ['broken.jpg']
     out.write_bytes(b'keep me')
-    with pytest.raises(PreflightError, match='exists; pass --force'):
+    with pytest.raises(PreflightError, match='exists; choose another path, or add --force'):
         visualize_decay.main([str(DET_CONFIG), '--image', image, '--out', str(out)])
     assert out.read_bytes() == b'keep me'
     run(DET_CONFIG, image, out, '--force')

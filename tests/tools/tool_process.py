@@ -9,7 +9,7 @@ from typing import List, Sequence
 
 import torch
 
-from mmrmt.utils import allow_mmengine_checkpoints
+import mmrmt  # noqa: F401  (lets weights-only torch.load read mmengine checkpoints)
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIGS = REPO / 'tests' / 'data' / 'configs'
@@ -23,12 +23,16 @@ def tool_env() -> dict:
     return dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1', PYTHON=sys.executable)
 
 
-def run_tool(args: Sequence[str], timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``tools/<args[0]>`` with the remaining arguments from the repo root."""
-    script = REPO / 'tools' / args[0]
+def run_script(script: Path, args: Sequence[object], timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run a Python or shell script with ``args`` from the repo root."""
     command = ['bash', str(script)] if script.suffix == '.sh' else [sys.executable, str(script)]
-    return subprocess.run(command + [str(arg) for arg in args[1:]], cwd=REPO, env=tool_env(),
+    return subprocess.run(command + [str(arg) for arg in args], cwd=REPO, env=tool_env(),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def run_tool(args: Sequence[object], timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``tools/<args[0]>`` with the remaining arguments from the repo root."""
+    return run_script(REPO / 'tools' / str(args[0]), args[1:], timeout)
 
 
 def det_data_options(root: Path) -> List[str]:
@@ -62,6 +66,5 @@ def metric(output: str, name: str) -> float:
 
 
 def load_checkpoint(path: Path) -> dict:
-    """A checkpoint written by the tools, loaded weights-only."""
-    with allow_mmengine_checkpoints():
-        return torch.load(path, map_location='cpu', weights_only=True)
+    """A checkpoint a training tool wrote, read with torch's weights-only unpickler."""
+    return torch.load(path, map_location='cpu', weights_only=True)

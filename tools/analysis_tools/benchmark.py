@@ -10,6 +10,12 @@ and its input — on CPU the growth of the process's peak resident set
 CUDA ``torch.cuda.max_memory_allocated`` over the allocation after the
 build. Ratios compare each implementation with the reference one.
 
+With ``--onnx FILE`` (infer mode, CPU) a further worker times the exported
+file in onnxruntime, interleaved with the torch workers, which then run the
+same tensor-mode forward on the same inputs (``mmrmt.deployment``: for
+two-stage detectors 1000 given proposals instead of the RPN's decoding and
+NMS) instead of ``predict``.
+
 Examples::
 
     python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast reference \\
@@ -18,6 +24,8 @@ Examples::
         --batch 1 --shape 800 1216 --mode train --repeats 3
     python tools/analysis_tools/benchmark.py configs/rmt/mask-rcnn_rmt-t_fpn_1x_coco.py \\
         --impl fast reference --batch 2 --shape 800 1216 --device cuda --amp bf16
+    python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast --batch 16 --shape 224 224 \\
+        --mode infer --onnx rmt-t.onnx
 """
 import argparse
 import multiprocessing as mp
@@ -32,6 +40,9 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 BACKBONE_TYPES = {'rmt': 'RMT', 'rest': 'ResT', 'resmlp': 'ResMLP'}
+ONNX_IMPL = 'onnxruntime'
+#: Proposals given to two-stage detectors in tensor mode (the RPN's test-time count).
+TENSOR_MODE_PROPOSALS = 1000
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -51,6 +62,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='autocast dtype of the forward pass')
     parser.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
     parser.add_argument('--threads', type=int, help='torch CPU threads (default: torch\'s)')
+    parser.add_argument('--onnx', metavar='FILE', help='also time this file exported by '
+                        'tools/deployment/pytorch2onnx.py in onnxruntime (infer mode, CPU)')
     args = parser.parse_args(argv)
     if (args.config is None) == (args.backbone is None):
         parser.error('give either a config file or --backbone TYPE-ARCH, not both or neither.')
@@ -64,7 +77,18 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         parser.error(f'--impl lists an implementation twice: {args.impl}.')
     if args.repeats < 1 or args.warmup < 0 or args.batch < 1:
         parser.error('--repeats and --batch must be >= 1 and --warmup >= 0.')
+    if args.onnx is not None:
+        if not Path(args.onnx).is_file():
+            parser.error(f'--onnx file not found: {args.onnx}')
+        if args.mode != ['infer'] or args.device != 'cpu' or args.amp != 'none':
+            parser.error('--onnx times inference on the CPU in float32: give --mode infer, no --device '
+                         'cuda, no --amp.')
     return args
+
+
+def contenders(args: argparse.Namespace) -> List[Optional[str]]:
+    """The torch implementations, then onnxruntime with --onnx."""
+    return [*args.impl, ONNX_IMPL] if args.onnx else list(args.impl)
 
 
 # --- worker side --------------------------------------------------------------------
@@ -156,11 +180,44 @@ def proc_status_kb(field: str) -> int:
         return int(re.search(rf'^{field}:\s+(\d+) kB', status.read(), re.M).group(1))
 
 
+def tensor_mode_inputs(args: argparse.Namespace, two_stage: bool) -> Tuple[torch.Tensor, ...]:
+    """The images (and proposals) every --onnx contender runs on, alike in every worker."""
+    from mmrmt.deployment.tensor_mode import random_proposals
+    generator = torch.Generator().manual_seed(0)
+    images = torch.randn(args.batch, 3, *args.shape, generator=generator)
+    if not two_stage:
+        return (images, )
+    return images, random_proposals(TENSOR_MODE_PROPOSALS, *args.shape, generator)
+
+
+def onnx_worker(args: argparse.Namespace, conn) -> None:
+    """Open --onnx in onnxruntime, then run it once per 'step' message."""
+    from mmrmt.deployment.verify import onnxruntime_session, run_session
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    session = onnxruntime_session(args.onnx)
+    inputs = tensor_mode_inputs(args, two_stage=len(session.get_inputs()) == 2)
+    serve(conn, lambda: run_session(session, inputs), 'cpu')
+
+
 def worker(args: argparse.Namespace, impl: Optional[str], mode: str, conn) -> None:
     """Build one model, then run one iteration per 'step' message."""
+    if impl == ONNX_IMPL:
+        return onnx_worker(args, conn)
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.onnx:
+        from mmrmt.deployment import TensorModeModel
+        model = TensorModeModel(build_whole_model(args.config, impl)[0] if args.config
+                                else build_backbone(args.backbone, impl)).eval()
+        inputs = tensor_mode_inputs(args, model.kind == 'two_stage')
+
+        def tensor_mode() -> None:
+            with torch.no_grad():
+                model(*inputs)
+
+        return serve(conn, tensor_mode, 'cpu')
     if args.config:
         model, scope = build_whole_model(args.config, impl)
         samples = synthetic_samples(scope, args.batch, tuple(args.shape), args.device)
@@ -186,13 +243,18 @@ def worker(args: argparse.Namespace, impl: Optional[str], mode: str, conn) -> No
         if args.device == 'cuda':
             torch.cuda.synchronize()
 
-    baseline = peak_baseline(args.device)
+    serve(conn, iteration, args.device)
+
+
+def serve(conn, iteration, device: str) -> None:
+    """Report 'ready', time one ``iteration()`` per 'step', then send the peak memory added."""
+    baseline = peak_baseline(device)
     conn.send('ready')
     while conn.recv() == 'step':
         start = time.perf_counter()
         iteration()
         conn.send(time.perf_counter() - start)
-    conn.send(peak_now(args.device) - baseline)
+    conn.send(peak_now(device) - baseline)
 
 
 # --- parent side ----------------------------------------------------------------
@@ -200,7 +262,7 @@ def run_mode(args: argparse.Namespace, mode: str) -> Dict[Optional[str], Tuple[f
     """Median seconds and peak bytes of each implementation, interleaved."""
     context = mp.get_context('spawn')
     workers = {}
-    for impl in args.impl:
+    for impl in contenders(args):
         parent_end, child_end = context.Pipe()
         process = context.Process(target=worker, args=(args, impl, mode, child_end), daemon=True)
         process.start()
@@ -208,7 +270,7 @@ def run_mode(args: argparse.Namespace, mode: str) -> Dict[Optional[str], Tuple[f
     try:
         for impl, (process, conn) in workers.items():
             receive(conn, process, impl)  # 'ready' once the model is built
-        times = {impl: [] for impl in args.impl}
+        times = {impl: [] for impl in workers}
         for step in range(args.warmup + args.repeats):
             for impl, (_, conn) in workers.items():
                 conn.send('step')
@@ -238,7 +300,8 @@ def receive(conn, process, impl: Optional[str]):
 
 def format_table(args: argparse.Namespace, results: Dict[str, dict]) -> str:
     base = 'reference' if 'reference' in args.impl else args.impl[0]
-    lines = ['| impl | mode | median s | img/s | peak MB | speed-up vs ' f'{base} | memory vs {base} |',
+    label = base or 'default'
+    lines = ['| impl | mode | median s | img/s | peak MB | speed-up vs ' f'{label} | memory vs {label} |',
              '|---|---|---|---|---|---|---|']
     for mode, per_impl in results.items():
         base_time, base_peak = per_impl[base]
@@ -255,6 +318,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     print(f'# {model}: batch {args.batch}, input {args.shape[0]}x{args.shape[1]}, {args.device}, '
           f'amp {args.amp}, threads {args.threads or torch.get_num_threads()}, '
           f'{args.warmup} warm-up + {args.repeats} timed iterations, torch {torch.__version__}')
+    if args.onnx:
+        import onnxruntime
+        print(f'# tensor mode in torch and {args.onnx} in onnxruntime {onnxruntime.__version__}')
     results = {mode: run_mode(args, mode) for mode in args.mode}
     print(format_table(args, results))
     sys.stdout.flush()

@@ -25,25 +25,22 @@ without it the backbone keeps its initialisation (the decay prior is fixed by
 the variant, the attention is random).
 """
 import argparse
-import io
+import os.path as osp
 import sys
 import warnings
-from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
 import cv2
 import numpy as np
 import torch
-from mmengine.config import Config, DictAction
+from mmengine.config import DictAction
 from torch import nn
 
-from mmrmt.apis.image_inputs import write_atomically
 from mmrmt.checkpoint import extract_state_dict, read_checkpoint
 from mmrmt.models.backbones import RMT
 from mmrmt.models.backbones.rmt import apply_rotary
-from mmrmt.utils import PreflightError, check_checkpoint_file, check_config_file
+from mmrmt.utils import PreflightError, check_new_file, read_config, replaced_atomically
 from mmrmt.utils.model_from_config import build_cpu_model
-from mmrmt.utils.output_file import check_output_file
 
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
 
@@ -225,21 +222,20 @@ def paint(image: np.ndarray, maps: DecayMaps, title: str, path: str) -> None:
             axis.axis('off')
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
-    picture = io.BytesIO()
-    figure.savefig(picture, format='png', dpi=100)
+    with replaced_atomically(path) as temporary:
+        figure.savefig(temporary, format='png', dpi=100)
     plt.close(figure)
-    write_atomically(Path(path), picture.getvalue())
 
 
 def main(argv: Optional[List[str]] = None) -> DecayMaps:
     args = parse_args(argv)
-    check_config_file(args.config)
-    check_checkpoint_file(args.weights, '--weights checkpoint')
+    cfg = read_config(args.config)
+    if args.weights and not osp.isfile(args.weights):
+        raise PreflightError(f'--weights checkpoint not found: {args.weights}')
     if not args.out.lower().endswith('.png'):
         raise PreflightError(f'--out must name a .png file, got {args.out}')
-    check_output_file(args.out, args.force, sources=[path for path in (args.config, args.image, args.weights) if path])
+    check_new_file(args.out, '--out', args.force, source=args.image)
     image = read_image(args.image, args.max_size)
-    cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
     model = build_cpu_model(cfg)

@@ -1,23 +1,37 @@
 #!/usr/bin/env bash
-# Build or reuse the project's virtual environment at .venv (idempotent).
+# Build or reuse the project's virtual environment (idempotent): $VENV, which
+# the Makefile passes (default .venv in the repository).
 #
 #   torch 2.14.1 + torchvision 0.29.1
 #   mmcv 2.1.0 with compiled ops: a matching wheel from $MMRMT_WHEELHOUSE or
-#       ~/.cache/mmrmt/wheels, else built from the PyPI sdist and cached there
+#       ~/.cache/mmrmt/wheels (found by find_wheel.sh; an empty or half-written
+#       cache is skipped), else built from the PyPI sdist and cached there
 #   mmengine, mmdet 3.3.0, mmsegmentation 1.2.2 (+ ftfy, regex), timm, pytest
 #   mmrmt itself, editable
-# and finally checks that mmcv.ops.nms runs.
-set -euo pipefail
+# and finally checks that mmcv.ops.nms runs. Any failure ends it with one
+# "[setup] error: ..." line naming the command that failed.
+set -eEuo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-VENV=${MMRMT_VENV:-$ROOT/.venv}
+VENV=${VENV:-$ROOT/.venv}
 PYTHON=${PYTHON:-python3}
 CONSTRAINTS=$ROOT/requirements/constraints.txt
 CACHE_WHEELHOUSE=${XDG_CACHE_HOME:-$HOME/.cache}/mmrmt/wheels
 MMCV_VERSION=2.1.0
+BUILD_DIR=
 
 log() { printf '[setup] %s\n' "$*"; }
+fail() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+report_failure() {
+    # Subshells and command substitutions exit quietly; their caller reports.
+    [ "$BASH_SUBSHELL" -eq 0 ] && printf '[setup] error: `%s` failed with status %s (line %s of %s)\n' \
+        "$2" "$1" "$3" "$0" >&2
+    exit "$1"
+}
+trap 'report_failure $? "$BASH_COMMAND" $LINENO' ERR
+trap '[ -z "$BUILD_DIR" ] || rm -rf "$BUILD_DIR"' EXIT
 
+command -v "$PYTHON" >/dev/null || fail "no Python interpreter '$PYTHON': install Python 3.11 or set PYTHON"
 if [ ! -x "$VENV/bin/python" ]; then
     log "creating virtual environment $VENV"
     "$PYTHON" -m venv "$VENV"
@@ -40,50 +54,56 @@ fi
 
 mmcv_ok() { has "import mmcv, sys; from mmcv.ops import nms; sys.exit(mmcv.__version__ != '$MMCV_VERSION')"; }
 
+MMCV_WHEEL=mmcv-$MMCV_VERSION-$("$PY" -c 'import sys; print("cp%d%d-cp%d%d" % (sys.version_info[:2] * 2))')-linux_$(uname -m).whl
+
 find_mmcv_wheel() {
-    local dir
-    for dir in ${MMRMT_WHEELHOUSE:-} "$CACHE_WHEELHOUSE"; do
-        [ -d "$dir" ] || continue
-        ls "$dir"/mmcv-$MMCV_VERSION-cp311-cp311-linux_x86_64.whl 2>/dev/null | head -n 1
-    done | head -n 1
+    bash "$ROOT/tools/misc/find_wheel.sh" "$MMCV_WHEEL" "${MMRMT_WHEELHOUSE:-}" "$CACHE_WHEELHOUSE"
 }
 
 build_mmcv_wheel() {
-    local work
-    work=$(mktemp -d)
+    BUILD_DIR=$(mktemp -d)
+    local source=$BUILD_DIR/mmcv-$MMCV_VERSION
     log "building mmcv $MMCV_VERSION from source (about 15 minutes on 2 cores)"
-    "${PIP[@]}" download -q --no-deps --no-binary :all: "mmcv==$MMCV_VERSION" -d "$work"
-    tar -xzf "$work"/mmcv-$MMCV_VERSION.tar.gz -C "$work"
+    "${PIP[@]}" download -q --no-deps --no-binary :all: "mmcv==$MMCV_VERSION" -d "$BUILD_DIR"
+    tar -xzf "$source.tar.gz" -C "$BUILD_DIR"
     # torch 2.14's headers need C++20; mmcv 2.1.0 asks for C++17.
-    sed -i 's/-std=c++17/-std=c++20/g' "$work/mmcv-$MMCV_VERSION/setup.py"
+    sed -i 's/-std=c++17/-std=c++20/g' "$source/setup.py"
     # mmcv's own runtime dependencies, so the build can import what it needs.
     "${PIP_INSTALL[@]}" -q addict mmengine numpy packaging Pillow pyyaml yapf opencv-python
     mkdir -p "$CACHE_WHEELHOUSE"
-    (cd "$work/mmcv-$MMCV_VERSION" && MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS=${MAX_JOBS:-2} \
-        "${PIP[@]}" wheel -q --no-build-isolation --no-deps -w "$CACHE_WHEELHOUSE" .)
-    rm -rf "$work"
+    MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS=${MAX_JOBS:-2} \
+        "${PIP[@]}" wheel -q --no-build-isolation --no-deps -w "$CACHE_WHEELHOUSE" "$source"
+    rm -rf "$BUILD_DIR"
+    BUILD_DIR=
 }
 
 if ! mmcv_ok; then
-    wheel=$(find_mmcv_wheel)
-    if [ -n "$wheel" ]; then
+    if wheel=$(find_mmcv_wheel); then
         log "installing mmcv from $wheel"
-        "${PIP_INSTALL[@]}" "$wheel"
+        "${PIP_INSTALL[@]}" "$wheel" || log "$wheel does not install here"
+    else
+        log "no $MMCV_WHEEL in ${MMRMT_WHEELHOUSE:+$MMRMT_WHEELHOUSE or }$CACHE_WHEELHOUSE"
+        wheel=
     fi
     if ! mmcv_ok; then
-        [ -z "$wheel" ] || { log "$wheel does not work here; building instead"; "${PIP[@]}" uninstall -y -q mmcv; }
+        if [ -n "$wheel" ]; then
+            log "$wheel does not work here; building instead"
+            "${PIP[@]}" uninstall -y -q mmcv || true
+        fi
         build_mmcv_wheel
-        "${PIP_INSTALL[@]}" "$CACHE_WHEELHOUSE"/mmcv-$MMCV_VERSION-cp311-cp311-linux_x86_64.whl
+        wheel=$(find_mmcv_wheel) || fail "the mmcv build wrote no $MMCV_WHEEL into $CACHE_WHEELHOUSE"
+        "${PIP_INSTALL[@]}" "$wheel"
+        mmcv_ok || fail "mmcv built from source does not import with its ops (from mmcv.ops import nms)"
     fi
 fi
 
 # Reinstall the Python dependencies whenever their declarations change.
 STAMP=$VENV/.mmrmt-requirements
 wanted=$(cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, ftfy, regex, mmrmt"; then
-    log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable)"
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, ftfy, regex, onnx, onnxruntime, onnxscript, mmrmt"; then
+    log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable, with its deploy extra)"
     "${PIP_INSTALL[@]}" -q -r "$ROOT/requirements/runtime.txt" -r "$ROOT/requirements/tests.txt"
-    "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT"
+    "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT[deploy]"
     echo "$wanted" > "$STAMP"
 fi
 

@@ -3,8 +3,10 @@
 The authors trained their COCO detectors with detectron2, whose backbone
 keys are ``backbone.bottom_up.*`` with output norms ``norm1``-``norm3``;
 this writes the ResT backbone's weights under mmrmt's keys, checked by
-loading them into the detected ResT variant. (ImageNet classifier files need
-no conversion: configs load them as they are.)
+loading them into the detected ResT variant. It also takes the backbone out
+of a checkpoint mmrmt's tools/train.py wrote. (ImageNet classifier files need
+no conversion: configs load them as they are.) An existing destination is
+replaced only with ``--force``, and only once the result has loaded.
 
 Example::
 
@@ -16,15 +18,14 @@ from pathlib import Path
 from typing import List, Optional
 
 sys.path.insert(0, str(Path(__file__).parent))
-from convert_common import convert_file, parse_args  # noqa: E402
+from convert_common import run_converter  # noqa: E402
 
 from mmrmt.models.backbones import ResT  # noqa: E402
 from mmrmt.models.backbones.rest_converter import rest_arch, rest_detectron2_to_mmrmt  # noqa: E402
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    args = parse_args(__doc__.split('\n')[0], argv)
-    convert_file(args.src, args.dst, ResT, rest_detectron2_to_mmrmt, rest_arch)
+    run_converter(__doc__.split('\n')[0], argv, ResT, rest_detectron2_to_mmrmt, rest_arch)
 
 
 if __name__ == '__main__':

@@ -6,7 +6,7 @@ configs/rmt/; writes the whole model's weights under the config's keys, for
 ``tools/test.py CONFIG DST`` and ``load_from=DST``. Every key of the file is
 accounted for (kept, or dropped with the reason printed), the class names the
 file records must be the config dataset's, and the result is proven by a
-strict load into the config's model before it is written (atomically) (see
+strict load into the config's model before it replaces DST (see
 mmrmt/checkpoint/upstream_trained.py for the layouts).
 
 Example::
@@ -15,7 +15,6 @@ Example::
         checkpoints/retinanet_rmt-t_fpn_1x_coco.pth --config configs/rmt/retinanet_rmt-t_fpn_1x_coco.py
 """
 import argparse
-import io
 import sys
 import warnings
 from pathlib import Path
@@ -25,12 +24,10 @@ import torch
 from mmengine.config import Config
 from mmengine.registry import DATASETS
 
-from mmrmt.apis.image_inputs import write_atomically
 from mmrmt.checkpoint import extract_state_dict, read_checkpoint
 from mmrmt.checkpoint.upstream_trained import check_class_names, convert_upstream_trained
-from mmrmt.utils import PreflightError, check_config_file
+from mmrmt.utils import PreflightError, check_new_file, read_config, replaced_atomically
 from mmrmt.utils.model_from_config import build_cpu_model
-from mmrmt.utils.output_file import check_output_file
 from mmrmt.utils.preflight import leaf_datasets
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
@@ -72,12 +69,11 @@ def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
         PreflightError: A path problem, found before anything is read.
         ValueError: The file is not an upstream RMT model fitting the config.
     """
-    check_config_file(config)
-    check_output_file(dst, force, sources=[src])
+    cfg = read_config(config)
+    check_new_file(dst, 'destination', force, source=src)
     checkpoint = read_checkpoint(src)
     state_dict = extract_state_dict(checkpoint, src)
     file_meta = checkpoint.get('meta') or {}
-    cfg = Config.fromfile(config)
     model = build_cpu_model(cfg)
     conversion = convert_upstream_trained(
         state_dict, {key: value.shape for key, value in model.state_dict().items()},
@@ -89,11 +85,11 @@ def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
                 **{key: file_meta[key] for key in SOURCE_VERSION_KEYS if key in file_meta})
     if classes is not None:
         meta['dataset_meta'] = dict(classes=tuple(classes))
-    data = io.BytesIO()
-    torch.save(dict(meta=meta, state_dict=conversion.state_dict), data)
-    # What is written must load back strictly (weights-only) into the config's model.
-    model.load_state_dict(torch.load(io.BytesIO(data.getvalue()), weights_only=True)['state_dict'], strict=True)
-    write_atomically(Path(dst), data.getvalue())
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    with replaced_atomically(dst) as temporary:
+        torch.save(dict(meta=meta, state_dict=conversion.state_dict), temporary)
+        # What replaces dst must load back strictly (weights-only) into the config's model.
+        model.load_state_dict(torch.load(temporary, weights_only=True)['state_dict'], strict=True)
     print(f'{src} -> {dst}: {len(conversion.state_dict)} tensors for {Path(config).name}')
     for key, reason in conversion.dropped.items():
         print(f'  dropped {key}: {reason}')

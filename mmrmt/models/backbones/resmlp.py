@@ -26,6 +26,16 @@ from .base_backbone import PyramidBackbone
 LEVEL_STRIDES = (4, 8, 16, 32)
 
 
+def ceil_div(size: int, step: int) -> int:
+    """``ceil(size / step)`` for sizes >= 0, with non-negative operands only.
+
+    Exported graphs compute sizes with ONNX's integer Div and Mod, which
+    round negative operands otherwise than Python (``-(-a // b)`` and
+    ``-a % b`` come out wrong at input sizes other than the traced one).
+    """
+    return (size + step - 1) // step
+
+
 class Affine(nn.Module):
     """ResMLP's per-channel ``alpha * x + beta`` "norm", channels last.
 
@@ -55,7 +65,8 @@ def mix_in_windows(x: torch.Tensor, linear: nn.Linear, window_size: Tuple[int, i
     """
     batch, height, width, channels = x.shape
     (win_h, win_w), (top, left) = window_size, shift
-    bottom, right = -(height + top) % win_h, -(width + left) % win_w
+    bottom = ceil_div(height + top, win_h) * win_h - height - top
+    right = ceil_div(width + left, win_w) * win_w - width - left
     x = F.pad(x, (0, 0, left, right, top, bottom))
     rows, cols = (top + height + bottom) // win_h, (left + width + right) // win_w
     windows = x.view(batch, rows, win_h, cols, win_w, channels).permute(0, 1, 3, 5, 2, 4)
@@ -123,7 +134,8 @@ class PaddedPatchStem(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, in_channels, H, W) -> (B, ceil(H/p), ceil(W/p), embed_dims)."""
         height, width = x.shape[-2:]
-        x = F.pad(x, (0, -width % self.patch_size, 0, -height % self.patch_size))
+        patch = self.patch_size
+        x = F.pad(x, (0, ceil_div(width, patch) * patch - width, 0, ceil_div(height, patch) * patch - height))
         return self.proj(x).permute(0, 2, 3, 1)
 
 
@@ -343,5 +355,5 @@ class ResMLP(PyramidBackbone):
                 feature = self.norm(x) if self.norm is not None and i == self.depth - 1 else x
                 feature = self.rescales[str(level)](self.emit(i, feature))
                 stride = LEVEL_STRIDES[level]
-                outs.append(feature[..., :-(-height // stride), :-(-width // stride)].contiguous())
+                outs.append(feature[..., :ceil_div(height, stride), :ceil_div(width, stride)].contiguous())
         return tuple(outs)

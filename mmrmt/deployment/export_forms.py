@@ -1,0 +1,80 @@
+"""Export forms of layers whose eager forward does not export: same outputs, other ops.
+
+:func:`export_forms` switches them on for the duration of an export:
+
+* RoI pooling: mmdet's ``SingleRoIExtractor`` gathers each pyramid level's
+  RoIs with ``nonzero``, skips empty levels in Python, and pools with mmcv's
+  ``RoIAlign``, whose ONNX form predates opset 13 and does not reproduce its
+  ``aligned=True`` sampling. :func:`pool_rois_on_their_levels` pools all RoIs
+  on every level with torchvision's ``roi_align`` (the same bilinear average
+  as mmcv's, exported as ONNX RoiAlign with half-pixel coordinates) and
+  keeps, per RoI, the result of its level: the same features, from a graph
+  without data-dependent shapes.
+* Adaptive average pooling (UperNet's pyramid pooling): the TorchScript
+  exporter exports ``AdaptiveAvgPool2d`` only for a fixed input size that
+  its output size divides; :func:`adaptive_average_pool` averages each
+  output cell's bin of rows, then of columns (the bins of
+  ``AdaptiveAvgPool2d``: from ``floor(i n / k)`` to ``ceil((i + 1) n / k)``)
+  with slices whose bounds follow the input's size.
+"""
+from contextlib import contextmanager
+from typing import Iterator, Optional, Sequence
+
+import torch
+from torch import nn
+from torch.nn.modules.utils import _pair
+
+
+def pool_rois_on_their_levels(extractor: nn.Module, feats: Sequence[torch.Tensor], rois: torch.Tensor,
+                              roi_scale_factor: Optional[float] = None) -> torch.Tensor:
+    """What ``SingleRoIExtractor.forward`` returns, computed without data-dependent shapes."""
+    from torchvision.ops import roi_align
+    rois = rois.type_as(feats[0])
+    num_levels = len(feats)
+    levels = extractor.map_roi_levels(rois, num_levels)
+    if roi_scale_factor is not None:
+        rois = extractor.roi_rescale(rois, roi_scale_factor)
+    pooled = None
+    for level, layer in enumerate(extractor.roi_layers[:num_levels]):
+        if layer.pool_mode != 'avg':
+            raise ValueError(f'exporting RoI pooling with pool_mode={layer.pool_mode!r} is not '
+                             "supported, only 'avg' (mmdet's default)")
+        features = roi_align(feats[level], rois, layer.output_size, layer.spatial_scale,
+                             layer.sampling_ratio, layer.aligned)
+        chosen = (levels == level).view(-1, 1, 1, 1)
+        pooled = features if pooled is None else torch.where(chosen, features, pooled)
+    return pooled
+
+
+def average_bins(x: torch.Tensor, dim: int, bins: int) -> torch.Tensor:
+    """``x`` averaged over ``bins`` adaptive bins along ``dim`` (as ``AdaptiveAvgPool``)."""
+    size = x.shape[dim]
+    means = [x.narrow(dim, i * size // bins, ((i + 1) * size + bins - 1) // bins - i * size // bins)
+             .mean(dim, keepdim=True) for i in range(bins)]
+    return torch.cat(means, dim)
+
+
+def adaptive_average_pool(pool: nn.AdaptiveAvgPool2d, x: torch.Tensor) -> torch.Tensor:
+    """What ``pool(x)`` returns, computed with slices and means."""
+    height, width = _pair(pool.output_size)
+    height = x.shape[-2] if height is None else height
+    width = x.shape[-1] if width is None else width
+    return average_bins(average_bins(x, -2, height), -1, width)
+
+
+@contextmanager
+def export_forms(model: nn.Module) -> Iterator[nn.Module]:
+    """Within the context, the model's RoI extractors and adaptive poolings take their export forms."""
+    from mmdet.models.roi_heads.roi_extractors import SingleRoIExtractor
+    forms = {SingleRoIExtractor: pool_rois_on_their_levels, nn.AdaptiveAvgPool2d: adaptive_average_pool}
+    patched = []
+    for module in model.modules():
+        for cls, form in forms.items():
+            if isinstance(module, cls):
+                module.forward = form.__get__(module)
+                patched.append(module)
+    try:
+        yield model
+    finally:
+        for module in patched:
+            del module.forward

@@ -1,0 +1,136 @@
+"""A model's tensor-mode forward as a module of tensors in, a flat tuple of tensors out.
+
+What gets exported, per kind of model (mmdet's ``_forward`` and mmseg's
+``forward(mode='tensor')``: no box decoding, no NMS, no resizing):
+
+* a backbone alone: its pyramid features, ``feature_0``...;
+* a single-stage detector: its head's raw maps per level (RetinaNet:
+  ``head_0_<level>`` class scores, ``head_1_<level>`` box deltas);
+* a two-stage detector, for one image: the RPN's raw maps (``rpn_0_<level>``
+  scores, ``rpn_1_<level>`` deltas) and the RoI head's outputs
+  (``roi_0`` class scores, ``roi_1`` box deltas, ``roi_2`` mask logits of the
+  first 100 proposals) for proposals given as a second input, (R, 4) boxes
+  in input pixels: the RPN's decoding and NMS happen outside, as mmdet does
+  it in ``rpn_head.predict_by_feat``;
+* a segmentor: the decode head's logits, ``seg_logits``, at 1/4 of the input.
+"""
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+
+#: Image sizes dynamic graphs accept at least: two tokens on the 1/32 grid
+#: (torch.export takes a dimension of size 1 for a constant).
+MIN_DYNAMIC_SIZE = 64
+
+
+def flatten_outputs(outputs, prefix: str) -> Tuple[List[torch.Tensor], List[str]]:
+    """Tensors of nested tuples / lists in order, named ``prefix_i_j...`` by position."""
+    if isinstance(outputs, torch.Tensor):
+        return [outputs], [prefix]
+    tensors, names = [], []
+    for index, item in enumerate(outputs):
+        item_tensors, item_names = flatten_outputs(item, f'{prefix}_{index}')
+        tensors += item_tensors
+        names += item_names
+    return tensors, names
+
+
+class TensorModeModel(nn.Module):
+    """The tensor-mode forward of a built mmdet / mmseg model, or of its backbone.
+
+    Args:
+        model (nn.Module): A detector or segmentor built from a config, or
+            an mmrmt backbone.
+        backbone_only (bool): Export ``model.backbone`` alone.
+    """
+
+    def __init__(self, model: nn.Module, backbone_only: bool = False) -> None:
+        super().__init__()
+        self.model = model
+        self.kind = 'backbone' if backbone_only else self.model_kind(model)
+
+    @staticmethod
+    def model_kind(model: nn.Module) -> str:
+        """'backbone', 'two_stage', 'single_stage' or 'segmentor'; ValueError for anything else."""
+        from mmrmt.models.backbones.base_backbone import PyramidBackbone
+        if isinstance(model, PyramidBackbone):
+            return 'backbone'
+        if hasattr(model, 'roi_head') and hasattr(model, 'rpn_head'):
+            return 'two_stage'
+        if hasattr(model, 'bbox_head'):
+            return 'single_stage'
+        if hasattr(model, 'decode_head'):
+            return 'segmentor'
+        raise ValueError(f'cannot export a {type(model).__name__} whole: only detectors with a '
+                         'bbox_head or an RPN and RoI head, and segmentors with a decode_head '
+                         '(or --backbone-only)')
+
+    @property
+    def input_names(self) -> List[str]:
+        return ['image', 'proposals'] if self.kind == 'two_stage' else ['image']
+
+    @property
+    def batch_is_dynamic(self) -> bool:
+        """Whether the batch size may vary (two-stage detectors take one image)."""
+        return self.kind != 'two_stage'
+
+    def example_inputs(self, height: int, width: int, batch: int = 1,
+                       generator: Optional[torch.Generator] = None) -> Tuple[torch.Tensor, ...]:
+        """Random inputs: normal images and, for two-stage detectors, 40 proposals."""
+        image = torch.randn(batch if self.batch_is_dynamic else 1, 3, height, width, generator=generator)
+        if self.kind != 'two_stage':
+            return (image, )
+        return image, random_proposals(40, height, width, generator)
+
+    def forward(self, image: torch.Tensor, *proposals: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        return tuple(self.named_forward(image, *proposals)[0])
+
+    def output_names(self, *inputs: torch.Tensor) -> List[str]:
+        with torch.no_grad():
+            return self.named_forward(*inputs)[1]
+
+    def named_forward(self, image: torch.Tensor, *proposals: torch.Tensor) -> Tuple[list, List[str]]:
+        if self.kind == 'backbone':
+            backbone = getattr(self.model, 'backbone', self.model)
+            return flatten_outputs(backbone(image), 'feature')
+        if self.kind == 'single_stage':
+            return flatten_outputs(self.model._forward(image), 'head')
+        if self.kind == 'segmentor':
+            return [self.model._forward(image)], ['seg_logits']
+        from mmengine.structures import InstanceData
+        features = self.model.extract_feat(image)
+        rpn_tensors, rpn_names = flatten_outputs(self.model.rpn_head(features), 'rpn')
+        roi_outputs = self.model.roi_head.forward(features, [InstanceData(bboxes=proposals[0])])
+        roi_tensors, roi_names = flatten_outputs(roi_outputs, 'roi')
+        return rpn_tensors + roi_tensors, rpn_names + roi_names
+
+
+def random_proposals(count: int, height: int, width: int,
+                     generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    """``count`` (x1, y1, x2, y2) boxes inside a (height, width) image, of all sizes."""
+    corners = torch.rand(count, 2, 2, generator=generator) * torch.tensor([width, height])
+    return torch.cat((corners.min(1).values, corners.max(1).values + 1), 1)
+
+
+def dynamic_axes(model: TensorModeModel) -> dict:
+    """The TorchScript exporter's ``dynamic_axes`` of the inputs."""
+    image = {2: 'height', 3: 'width'}
+    if model.batch_is_dynamic:
+        image[0] = 'batch'
+    axes = {'image': image}
+    if model.kind == 'two_stage':
+        axes['proposals'] = {0: 'num_proposals'}
+    return axes
+
+
+def dynamic_shapes(model: TensorModeModel, max_size: int = 8192) -> Sequence[dict]:
+    """The dynamo exporter's ``dynamic_shapes`` of the inputs."""
+    from torch.export import Dim
+    image = {2: Dim('height', min=MIN_DYNAMIC_SIZE, max=max_size),
+             3: Dim('width', min=MIN_DYNAMIC_SIZE, max=max_size)}
+    if model.batch_is_dynamic:
+        image[0] = Dim('batch', min=1, max=1024)
+    if model.kind == 'two_stage':  # ``*proposals`` of forward(): a tuple of one
+        return image, ({0: Dim('num_proposals', min=2, max=100000)}, )
+    return (image, )

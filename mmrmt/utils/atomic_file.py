@@ -1,0 +1,34 @@
+"""Write a file so that it is either wholly replaced or left as it was."""
+import os
+import os.path as osp
+import uuid
+from contextlib import contextmanager
+from typing import Iterator
+
+
+@contextmanager
+def replaced_atomically(destination: str) -> Iterator[str]:
+    """A fresh temporary path beside ``destination`` that replaces it if the block succeeds.
+
+    Write (and check) the file at the yielded path; when the block ends
+    without an exception it is moved onto ``destination`` with
+    :func:`os.replace`, atomic within a filesystem, otherwise it is removed.
+    Nobody ever sees a half-written ``destination``, and a failure leaves it
+    untouched. The temporary file is created with the usual permissions
+    (the process umask applies).
+
+    Example:
+        >>> with replaced_atomically('out/backbone.pth') as temporary:
+        ...     torch.save(state, temporary)
+        ...     check(temporary)  # raising here leaves out/backbone.pth as it was
+    """
+    folder, name = osp.split(osp.abspath(destination))
+    temporary = osp.join(folder, f'.{name}.{uuid.uuid4().hex[:12]}.tmp')
+    open(temporary, 'xb').close()
+    try:
+        yield temporary
+        os.replace(temporary, destination)
+    except BaseException:
+        if osp.exists(temporary):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,72 @@
+"""Load a config file so that any problem is one line naming the file.
+
+mmengine reports a syntax error without the file it is in (which may be a
+``_base_`` of the config given) and lets anything a config raises escape as
+a traceback.
+"""
+import ast
+import os.path as osp
+from pathlib import Path
+from typing import List, Optional
+
+from mmengine.config import Config
+
+from mmrmt.checkpoint.loading import one_line_reason
+from .preflight import PreflightError
+
+
+def local_bases(tree: ast.Module, file: str) -> List[str]:
+    """The local ``_base_`` files a parsed config names (``scope::`` ones skipped)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Name) and target.id == '_base_' for target in node.targets):
+            try:
+                bases = ast.literal_eval(node.value)
+            except ValueError:  # not a literal: mmengine will say why
+                return []
+            bases = [bases] if isinstance(bases, str) else bases
+            return [osp.normpath(osp.join(osp.dirname(file), base)) for base in bases
+                    if isinstance(base, str) and '::' not in base]
+    return []
+
+
+def find_syntax_error(path: str) -> Optional[SyntaxError]:
+    """The first syntax error in ``path`` or the local files of its ``_base_`` chain.
+
+    The files are parsed, not run, so a broken one cannot hide the others.
+    """
+    pending = [path]
+    while pending:
+        current = pending.pop()
+        try:
+            tree = ast.parse(Path(current).read_text(), filename=current)
+        except SyntaxError as error:
+            return error
+        except OSError:
+            continue
+        pending += local_bases(tree, current)
+    return None
+
+
+def config_error(path: str, error: Exception) -> PreflightError:
+    """The one-line error for a config that mmengine could not load: which file, why."""
+    located = find_syntax_error(path) if isinstance(error, SyntaxError) else None
+    if located is not None:
+        return PreflightError(f'syntax error in config {located.filename}, line {located.lineno}: '
+                              f'{located.msg}')
+    return PreflightError(f'config {path} could not be loaded: {one_line_reason(error)}')
+
+
+def read_config(path: str) -> Config:
+    """Load a config file; any problem becomes a one-line error naming the file.
+
+    Raises:
+        PreflightError: The file is missing, or it (or one of its bases) has
+            a syntax error or fails when run.
+    """
+    if not osp.isfile(path):
+        raise PreflightError(f'config file not found: {path}')
+    try:
+        return Config.fromfile(path)
+    except Exception as error:  # a config is Python: it can raise anything
+        raise config_error(path, error) from error

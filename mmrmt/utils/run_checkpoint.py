@@ -1,0 +1,146 @@
+"""The checkpoint a run loads, checked before the run starts.
+
+``tools/test.py CONFIG CHECKPOINT``, ``load_from`` and ``--resume`` hand a
+file to mmengine, which reads it only once the runner is built and then loads
+whatever keys happen to match, logging a warning: a checkpoint of another
+model evaluates random weights and exits 0. Here the file is read first
+(empty, truncated or foreign files fail with one line), a ``--resume`` file
+must be a training checkpoint, and the model the config describes must find
+each of its weights in the file, with the same shape, and nothing more
+(``--allow-partial-load`` skips that last check for deliberate partial loads).
+"""
+import os.path as osp
+import warnings
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import torch
+from mmengine.config import Config
+from mmengine.model import BaseTTAModel
+from mmengine.registry import MODELS, init_default_scope
+from mmengine.runner import find_latest_checkpoint
+
+from mmrmt.checkpoint.loading import extract_state_dict, fit_problems, read_checkpoint, shapes
+from .preflight import PreflightError, is_remote
+
+
+def latest_checkpoint(work_dir: str) -> str:
+    """The checkpoint ``--resume`` without a path continues from.
+
+    Raises:
+        PreflightError: The work dir holds no ``last_checkpoint`` record, so
+            the run would silently start from scratch.
+    """
+    if not osp.isfile(osp.join(work_dir, 'last_checkpoint')):
+        raise PreflightError(f'--resume found no checkpoint to resume from in {work_dir} (no '
+                             'last_checkpoint file); name one with --resume CKPT, or train from '
+                             'scratch without --resume')
+    return find_latest_checkpoint(work_dir)
+
+
+def lacking_resume_keys(checkpoint: dict) -> List[str]:
+    """What mmengine's ``Runner.resume`` needs besides the weights and ``checkpoint`` lacks."""
+    meta = checkpoint['meta'] if isinstance(checkpoint.get('meta'), dict) else {}
+    lacking = [] if 'message_hub' in checkpoint else ['message_hub']
+    return lacking + [f'meta.{key}' for key in ('epoch', 'iter') if key not in meta]
+
+
+def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[Dict[str, torch.Size]]:
+    """Read a checkpoint the run will load and return the shapes of its weights.
+
+    Args:
+        path (str): Local path or URL (URLs are left to the runner: None).
+        role (str): What the file is for, in messages (``'checkpoint'``,
+            ``'load_from checkpoint'``, ``'--resume checkpoint'``).
+        resume (bool): Whether training resumes from it, so that it must
+            also hold the training state.
+
+    Raises:
+        PreflightError: The file is missing, empty, truncated, not a
+            checkpoint or without weights; or ``resume`` and it is not a
+            training checkpoint (e.g. a converted backbone).
+    """
+    if is_remote(path):
+        return None
+    if not osp.isfile(path):
+        raise PreflightError(f'{role} not found: {path}')
+    try:
+        checkpoint = read_checkpoint(path)
+        weights = extract_state_dict(checkpoint, path)
+    except ValueError as error:
+        raise PreflightError(f'{role} {error}') from error
+    lacking = lacking_resume_keys(checkpoint) if resume else []
+    if lacking:
+        raise PreflightError(
+            f'{role} {path} is not a training checkpoint (it has no {", ".join(lacking)}): '
+            'resume from a file tools/train.py wrote, or start from these weights with '
+            f'--cfg-options load_from={path}')
+    return shapes(weights)
+
+
+def pretrained_checkpoints(node: Any, where: str = 'model') -> Iterator[Tuple[str, str]]:
+    """(location, path) of each ``init_cfg=dict(type='Pretrained', checkpoint=...)`` inside a
+    model config, e.g. ``('model.backbone.init_cfg', 'checkpoints/rmt-s_in1k.pth')``."""
+    if isinstance(node, dict):
+        if node.get('type') == 'Pretrained' and isinstance(node.get('checkpoint'), str):
+            yield where, node['checkpoint']
+        for key, value in node.items():
+            yield from pretrained_checkpoints(value, f'{where}.{key}')
+    elif isinstance(node, (list, tuple)):
+        for index, value in enumerate(node):
+            yield from pretrained_checkpoints(value, f'{where}[{index}]')
+
+
+def check_pretrained_checkpoints(cfg: Config) -> None:
+    """Read each local ``Pretrained`` file of the model before training builds it.
+
+    mmengine initialises the weights (loading these files) at the start of
+    every training run, resumed or not.
+
+    Raises:
+        PreflightError: See :func:`read_run_checkpoint`.
+    """
+    for where, path in pretrained_checkpoints(cfg.model):
+        read_run_checkpoint(path, f'{where} checkpoint')
+
+
+def config_model_shapes(cfg: Config) -> Dict[str, torch.Size]:
+    """The shapes of the weights of the model ``cfg`` describes (built, then dropped).
+
+    A test-time augmentation wrapper (``--tta``) counts as the model it
+    wraps, whose weights a checkpoint holds. The build is silent: the run
+    builds the model again, with its warnings, in its log.
+    """
+    init_default_scope(cfg.get('default_scope', 'mmengine'))
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        model = MODELS.build(cfg.model)
+    if isinstance(model, BaseTTAModel):
+        model = model.module
+    return shapes(model.state_dict())
+
+
+def check_run_checkpoint(cfg: Config, path: str, role: str, resume: bool = False,
+                         allow_partial: bool = False) -> None:
+    """Fail before the run unless ``path`` is readable and holds the whole model.
+
+    Args:
+        cfg (Config): The run's config (its ``model`` is built to compare).
+        path (str): The checkpoint.
+        role (str): See :func:`read_run_checkpoint`.
+        resume (bool): See :func:`read_run_checkpoint`.
+        allow_partial (bool): Skip the comparison with the model.
+
+    Raises:
+        PreflightError: See :func:`read_run_checkpoint`; or the file's
+            weights miss some of the model's, have other shapes, or include
+            weights the model does not have, named in the message.
+    """
+    file_shapes = read_run_checkpoint(path, role, resume)
+    if file_shapes is None or allow_partial:
+        return
+    problems = fit_problems(config_model_shapes(cfg), file_shapes)
+    if problems:
+        raise PreflightError(f'{role} {path} does not fit the model of {cfg.filename}: '
+                             f'{"; ".join(problems)}. Is it a checkpoint of another model? To '
+                             'load only the weights that match on purpose (e.g. to fine-tune with '
+                             'other classes), add --allow-partial-load')

@@ -1,0 +1,44 @@
+"""``import mmrmt`` where only one of mmdet / mmseg can be imported registers
+the backbones in the other one; with neither it says what to install."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+BLOCK_AND_IMPORT = textwrap.dedent('''
+    import sys
+
+    for name in sys.argv[1:]:  # as if not installed: importing them raises ModuleNotFoundError
+        sys.modules[name] = None
+    import mmrmt
+    from mmrmt.models.backbones import RMT, ResMLP, ResT
+''')
+
+
+CHECK_REGISTERED_IN = textwrap.dedent('''
+    from {present}.registry import MODELS
+    assert [MODELS.get(cls.__name__) for cls in (RMT, ResT, ResMLP)] == [RMT, ResT, ResMLP]
+    print('registered in {present}')
+''')
+
+
+def run_without(libraries, checks: str = '') -> subprocess.CompletedProcess:
+    """Import mmrmt in a fresh interpreter where ``libraries`` cannot be imported."""
+    return subprocess.run([sys.executable, '-c', BLOCK_AND_IMPORT + checks, *libraries],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize('absent,present', [('mmseg', 'mmdet'), ('mmdet', 'mmseg')])
+def test_import_with_one_library_registers_in_it(absent, present):
+    result = run_without([absent], CHECK_REGISTERED_IN.format(present=present))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == f'registered in {present}'
+
+
+def test_import_with_neither_library_says_what_to_install():
+    result = run_without(['mmdet', 'mmseg'])
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        'ImportError: mmrmt needs MMDetection or MMSegmentation: install mmdet>=3.3 or '
+        'mmsegmentation>=1.2 (see requirements/runtime.txt)')

@@ -1,0 +1,31 @@
+"""replaced_atomically: the destination is wholly replaced, or left as it was."""
+import os
+
+import pytest
+
+from mmrmt.utils import replaced_atomically
+
+
+def test_success_replaces_with_the_usual_permissions(tmp_path):
+    destination = tmp_path / 'out.pth'
+    destination.write_text('old')
+    with replaced_atomically(str(destination)) as temporary:
+        assert os.path.dirname(temporary) == str(tmp_path)
+        with open(temporary, 'w') as file:
+            file.write('new')
+    assert destination.read_text() == 'new'
+    umask = os.umask(0)
+    os.umask(umask)
+    assert destination.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert [path.name for path in tmp_path.iterdir()] == ['out.pth']
+
+
+def test_failure_leaves_the_destination_and_no_temporary_file(tmp_path):
+    destination = tmp_path / 'out.pth'
+    destination.write_text('old')
+    with pytest.raises(ValueError), replaced_atomically(str(destination)) as temporary:
+        with open(temporary, 'w') as file:
+            file.write('half')
+        raise ValueError('the check failed')
+    assert destination.read_text() == 'old'
+    assert [path.name for path in tmp_path.iterdir()] == ['out.pth']

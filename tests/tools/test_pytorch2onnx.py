@@ -1,0 +1,153 @@
+"""tools/deployment/pytorch2onnx.py: whole RMT-T models export in tensor mode
+(no decoding, no NMS) and run in onnxruntime with torch's outputs; a wrong
+config, missing or unfitting weights, or an output it may not write end it
+with one line, before anything is built or written."""
+import re
+import sys
+
+import onnx
+import pytest
+import torch
+from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, run_tool
+
+sys.path.insert(0, str(REPO / 'tools' / 'deployment'))
+import pytorch2onnx  # noqa: E402
+
+TOOL = 'deployment/pytorch2onnx.py'
+DIFFERENCE = re.compile(r'^onnxruntime vs torch, max \|difference\| / max \|value\|: (\S+) \((.+)\)$', re.M)
+
+
+def assert_verified(result) -> None:
+    """The tool succeeded and printed onnxruntime's agreement at the three sizes."""
+    check_ok(result)
+    differences = {description: float(value) for value, description in DIFFERENCE.findall(result.stdout)}
+    # random and demo images at the traced size, a larger one and an odd one
+    assert set(differences) == {f'{kind} {size}' for kind in ('random', 'demo picture')
+                                for size in ('64x96', '128x128', '77x123')}
+    assert max(differences.values()) < 1e-4, differences
+
+
+@pytest.mark.parametrize('config', [DET_CONFIG, SEG_CONFIG], ids=['mask-rcnn', 'upernet'])
+def test_dynamo_exporter_exports_whole_models(config, tmp_path):
+    """Two-stage detectors and segmentors also export with the dynamo exporter (tiny RMTs)."""
+    assert_verified(run_tool([TOOL, config, '--shape', 64, 96, '--dynamic', '--exporter', 'dynamo',
+                              '--out', tmp_path / 'model.onnx', '--verify'], timeout=900))
+
+
+@pytest.mark.parametrize('config,inputs,outputs', [
+    ('retinanet_rmt-t_fpn_1x_coco.py', ['image'],
+     [f'head_{i}_{level}' for i in (0, 1) for level in range(5)]),
+    ('mask-rcnn_rmt-t_fpn_1x_coco.py', ['image', 'proposals'],
+     [f'rpn_{i}_{level}' for i in (0, 1) for level in range(5)] + ['roi_0', 'roi_1', 'roi_2']),
+    ('upernet_rmt-t_4xb4-160k_ade20k-512x512.py', ['image'], ['seg_logits']),
+])
+def test_tensor_mode_export_agrees_in_onnxruntime(config, inputs, outputs, tmp_path):
+    out = tmp_path / 'model.onnx'
+    result = run_tool([TOOL, REPO / 'configs' / 'rmt' / config, '--shape', 64, 96, '--dynamic', '--out', out,
+                       '--verify'], timeout=900)
+    assert_verified(result)
+    graph = onnx.load(str(out), load_external_data=False).graph
+    assert [value.name for value in graph.input] == inputs
+    assert [value.name for value in graph.output] == outputs
+    assert not {node.op_type for node in graph.node} & {'NonMaxSuppression', 'TopK'}
+
+
+def exit_line(args, capsys) -> str:
+    """Run the tool's main() in this process; return the one line it exits with."""
+    with pytest.raises(SystemExit) as exited:
+        pytorch2onnx.main([str(arg) for arg in args])
+    captured = capsys.readouterr()
+    assert captured.out == '' and captured.err == '', 'the tool printed more than its error'
+    assert isinstance(exited.value.code, str) and '\n' not in exited.value.code
+    return exited.value.code
+
+
+def test_missing_config_in_a_subprocess(tmp_path):
+    out = tmp_path / 'model.onnx'
+    result = run_tool([TOOL, 'configs/rmt/no_such_config.py', '--shape', 64, 64,
+                       '--out', out])
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip() and 'pkg_resources' not in line
+             and not line.startswith(' ')]
+    assert lines == ['error: config file not found: configs/rmt/no_such_config.py'], result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_not_a_model_config(tmp_path, capsys):
+    config = tmp_path / 'schedule.py'
+    config.write_text('max_iters = 10\n')
+    message = exit_line([config, '--shape', 64, 64, '--out', tmp_path / 'model.onnx'], capsys)
+    assert message.startswith(f'error: {config} is not an mmdet or mmseg model config')
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['schedule.py']
+
+
+def test_missing_weights(tmp_path, capsys):
+    message = exit_line([DET_CONFIG, '--weights', tmp_path / 'missing.pth', '--shape', 64, 64,
+                         '--out', tmp_path / 'model.onnx'], capsys)
+    assert message == f'error: --weights checkpoint not found: {tmp_path / "missing.pth"}'
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_weights_of_another_model(tmp_path, capsys):
+    torch.save({'state_dict': {'conv1.weight': torch.zeros(64, 3, 7, 7)}}, tmp_path / 'resnet.pth')
+    message = exit_line([DET_CONFIG, '--weights', tmp_path / 'resnet.pth', '--shape', 64, 64,
+                         '--out', tmp_path / 'model.onnx'], capsys)
+    assert message.startswith(f'error: --weights {tmp_path / "resnet.pth"} does not load into this model: ')
+    assert 'missing keys' in message
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['resnet.pth']
+
+
+def test_output_folder_missing(tmp_path, capsys):
+    out = tmp_path / 'no_folder' / 'model.onnx'
+    message = exit_line([DET_CONFIG, '--shape', 64, 64, '--out', out], capsys)
+    assert message == f'error: the folder of --out does not exist: {out.parent}'
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_existing_output_needs_force(tmp_path, capsys):
+    out = tmp_path / 'model.onnx'
+    out.write_bytes(b'a user file')
+    message = exit_line([DET_CONFIG, '--shape', 64, 64, '--out', out], capsys)
+    assert message == f'error: --out exists: {out} (pass --force to overwrite it)'
+    assert out.read_bytes() == b'a user file'
+
+
+@pytest.mark.parametrize('args,expected', [
+    (['--exporter', 'dynamo', '--opset', '11'],
+     'error: the dynamo exporter writes opsets 18 to 20, got --opset 11'),
+    (['--dynamic', '--shape', 16, 64], 'error: --shape must be at least 64 (H W) with --dynamic, got 16 64'),
+])
+def test_bad_export_settings(args, expected, tmp_path, capsys):
+    shape = [] if '--shape' in args else ['--shape', 64, 64]
+    message = exit_line([DET_CONFIG, *shape, *args, '--out', tmp_path / 'model.onnx'], capsys)
+    assert message == expected
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_backbone_only_export_with_weights_and_force(tmp_path, capsys):
+    """A fixed-size backbone export overwrites a file with --force and loads the given weights."""
+    out = tmp_path / 'backbone.onnx'
+    out.write_bytes(b'old')
+    cfg = pytorch2onnx.preflight(pytorch2onnx.parse_args([str(DET_CONFIG), '--shape', '64', '64', '--out',
+                                                          str(out), '--force']))
+    weights = tmp_path / 'weights.pth'
+    torch.save({'state_dict': pytorch2onnx.build_model(cfg, None).state_dict()}, weights)
+    pytorch2onnx.main([str(DET_CONFIG), '--weights', str(weights), '--shape', '64', '64', '--backbone-only',
+                       '--out', str(out), '--force', '--verify'])
+    printed = capsys.readouterr().out
+    assert f'wrote {out}' in printed and 'fixed backbone graph' in printed
+    assert 'random 64x64' in printed and 'demo picture 64x64' in printed
+    assert out.read_bytes()[:3] != b'old'
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['backbone.onnx', 'weights.pth']
+
+
+def test_benchmark_times_the_exported_file_beside_torch(tmp_path):
+    out = tmp_path / 'backbone.onnx'
+    check_ok(run_tool([TOOL, DET_CONFIG, '--shape', 64, 64, '--dynamic', '--backbone-only', '--out', out]))
+    result = run_tool(['analysis_tools/benchmark.py', DET_CONFIG, '--impl', 'fast', 'reference', '--batch', 2,
+                       '--shape', 64, 96, '--mode', 'infer', '--repeats', 1, '--warmup', 0, '--onnx', out])
+    check_ok(result)
+    rows = re.findall(r'^\| (\w+) \| infer \| ([\d.]+) \|', result.stdout, re.M)
+    assert [impl for impl, _ in rows] == ['fast', 'reference', 'onnxruntime']
+    assert all(float(seconds) > 0 for _, seconds in rows)
+    assert f'tensor mode in torch and {out} in onnxruntime' in result.stdout

@@ -1,0 +1,60 @@
+"""The parts of tools/misc/setup_env.sh that can be checked without building
+an environment: finding the mmcv wheel, and the Makefile handing over VENV."""
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+from tool_process import REPO, run_tool
+
+WHEEL = 'mmcv-2.1.0-cp311-cp311-linux_x86_64.whl'
+
+
+def find_wheel(*folders) -> subprocess.CompletedProcess:
+    return run_tool(['misc/find_wheel.sh', WHEEL, *folders], timeout=60)
+
+
+def write_wheel(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / WHEEL, 'w') as wheel:
+        wheel.writestr('mmcv/__init__.py', "__version__ = '2.1.0'\n")
+    return folder / WHEEL
+
+
+@pytest.fixture
+def empty_cache(tmp_path) -> Path:
+    """``$XDG_CACHE_HOME/mmrmt/wheels`` as an interrupted first build leaves it."""
+    cache = tmp_path / 'cache' / 'mmrmt' / 'wheels'
+    cache.mkdir(parents=True)
+    (cache / 'build-leftover.log').write_text('interrupted')
+    return cache
+
+
+def test_wheelhouse_with_a_space_is_found_beside_an_empty_cache(empty_cache, tmp_path):
+    wheel = write_wheel(tmp_path / 'shared wheels')
+    result = find_wheel(wheel.parent, empty_cache)
+    assert result.returncode == 0 and result.stdout == f'{wheel}\n'
+
+
+def test_unset_wheelhouse_and_cache_wheel(tmp_path):
+    wheel = write_wheel(tmp_path / 'cache')
+    result = find_wheel('', tmp_path / 'missing', wheel.parent)
+    assert result.returncode == 0 and result.stdout == f'{wheel}\n'
+
+
+def test_half_written_wheel_is_skipped(tmp_path):
+    partial = write_wheel(tmp_path / 'first')
+    partial.write_bytes(partial.read_bytes()[:40])
+    wheel = write_wheel(tmp_path / 'second')
+    assert find_wheel(partial.parent, wheel.parent).stdout == f'{wheel}\n'
+
+
+def test_no_wheel_anywhere_is_status_1_and_silent(empty_cache, tmp_path):
+    result = find_wheel('', empty_cache, tmp_path / 'missing')
+    assert result.returncode == 1 and result.stdout == '' and result.stderr == ''
+
+
+def test_makefile_passes_its_venv():
+    result = subprocess.run(['make', '-n', 'setup', 'VENV=/tmp/my venv'], cwd=REPO,
+                            capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "VENV='/tmp/my venv' bash tools/misc/setup_env.sh"

@@ -1,0 +1,182 @@
+"""Export a config's model (or its backbone) to ONNX, and check it in onnxruntime.
+
+The graph is the model's tensor mode (mmdet's ``_forward``, mmseg's
+``forward(mode='tensor')``): backbone, neck and heads, without box decoding
+or NMS (see docs/deployment.md for the inputs and outputs of each kind of
+model). Needs the ``deploy`` extra: ``pip install -e ".[deploy]"``.
+
+Examples::
+
+    python tools/deployment/pytorch2onnx.py configs/rmt/retinanet_rmt-t_fpn_1x_coco.py \\
+        --weights retinanet_rmt-t.pth --shape 800 1216 --dynamic --out retinanet_rmt-t.onnx --verify
+    python tools/deployment/pytorch2onnx.py configs/rmt/upernet_rmt-t_4xb4-160k_ade20k-512x512.py \\
+        --shape 512 512 --backbone-only --exporter dynamo --out rmt-t.onnx
+"""
+import argparse
+import importlib.util
+import os
+import os.path as osp
+import sys
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+import torch
+from mmengine.config import Config, DictAction
+
+from mmrmt.deployment import (EXPORTERS, MIN_DYNAMIC_SIZE, TensorModeModel, check_opset,
+                              compare_with_onnxruntime, export_onnx, verification_inputs)
+from mmrmt.utils import (PreflightError, allow_mmengine_checkpoints, check_checkpoint_file,
+                         check_config_file, revert_sync_bn_when_single)
+
+DEPLOY_HINT = 'install the deploy extra: pip install -e ".[deploy]"'
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('config', help='config file')
+    parser.add_argument('--weights', help='checkpoint to load (default: initialised weights, no '
+                        'pretrained backbone)')
+    parser.add_argument('--shape', type=int, nargs=2, required=True, metavar=('H', 'W'),
+                        help='input size the graph is traced at')
+    parser.add_argument('--dynamic', action='store_true',
+                        help=f'accept any batch and any image size >= {MIN_DYNAMIC_SIZE} (two-stage '
+                             'detectors: one image, any number of proposals)')
+    parser.add_argument('--exporter', choices=sorted(EXPORTERS), default='torchscript',
+                        help="'torchscript' (torch.onnx.export dynamo=False, as mmdeploy) or 'dynamo'")
+    parser.add_argument('--opset', type=int, help='ONNX opset (default: 17 torchscript, 18 dynamo)')
+    parser.add_argument('--out', required=True, help='the .onnx file to write')
+    parser.add_argument('--verify', action='store_true',
+                        help='run the file in onnxruntime on random and demo images and compare')
+    parser.add_argument('--tolerance', type=float, default=1e-4,
+                        help='--verify fails above this |difference| / max|value| (default 1e-4)')
+    parser.add_argument('--backbone-only', action='store_true', help='export the backbone alone')
+    parser.add_argument('--force', action='store_true', help='overwrite --out if it exists')
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='override config settings, e.g. model.backbone.attn_impl=reference')
+    return parser.parse_args(argv)
+
+
+def check_output_file(path: str, force: bool) -> None:
+    """Fail unless ``path`` can be written: its folder exists and is writable, no file in the way."""
+    folder = osp.dirname(osp.abspath(path))
+    if osp.isdir(path):
+        raise PreflightError(f'--out is a folder: {path} (give a file name, e.g. {path}/model.onnx)')
+    if osp.exists(path) and not force:
+        raise PreflightError(f'--out exists: {path} (pass --force to overwrite it)')
+    if not osp.isdir(folder):
+        raise PreflightError(f'the folder of --out does not exist: {folder}')
+    if not os.access(folder, os.W_OK):
+        raise PreflightError(f'the folder of --out is not writable: {folder}')
+
+
+def check_modules(names: Sequence[str]) -> None:
+    for name in names:
+        if importlib.util.find_spec(name) is None:
+            raise PreflightError(f'{name} is not installed; {DEPLOY_HINT}')
+
+
+def preflight(args: argparse.Namespace) -> Config:
+    """Check every input before anything is built; return the config."""
+    check_config_file(args.config)
+    check_checkpoint_file(args.weights, '--weights checkpoint')
+    check_output_file(args.out, args.force)
+    low = MIN_DYNAMIC_SIZE if args.dynamic else 1
+    if min(args.shape) < low:
+        raise PreflightError(f'--shape must be at least {low} (H W){" with --dynamic" * args.dynamic}, '
+                             f'got {args.shape[0]} {args.shape[1]}')
+    try:
+        check_opset(args.exporter, args.opset)
+    except ValueError as error:
+        raise PreflightError(str(error)) from None
+    check_modules(['onnx', *(['onnxscript'] if args.exporter == 'dynamo' else []),
+                   *(['onnxruntime'] if args.verify else [])])
+    try:
+        cfg = Config.fromfile(args.config)
+    except Exception as error:  # a syntax error, a missing base: say which file
+        raise PreflightError(f'cannot read config {args.config}: {one_line(error)}') from None
+    if args.cfg_options:
+        cfg.merge_from_dict(args.cfg_options)
+    if 'model' not in cfg or cfg.get('default_scope', 'mmdet') not in ('mmdet', 'mmseg'):
+        raise PreflightError(f"{args.config} is not an mmdet or mmseg model config (no model, or "
+                             f"default_scope {cfg.get('default_scope')!r})")
+    return cfg
+
+
+def one_line(error: BaseException) -> str:
+    return ' '.join(str(error).split()) or type(error).__name__
+
+
+@contextmanager
+def quiet_mmengine_log() -> Iterator[None]:
+    """Within the context, mmengine logs warnings only (``init_weights`` logs every parameter)."""
+    from mmengine.logging import MMLogger
+    logger = MMLogger.get_current_instance()
+    level = logger.level
+    logger.setLevel('WARNING')
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
+    """The config's model on the CPU in eval mode, BN for SyncBN, with ``weights`` loaded strictly.
+
+    Without ``weights``: the initialisation a training run starts from, but
+    for the backbone's pretrained checkpoint (nothing is downloaded).
+    """
+    from mmengine.registry import MODELS, init_default_scope
+    from mmengine.runner import load_checkpoint
+
+    import mmrmt  # noqa: F401  (registers the backbones)
+    revert_sync_bn_when_single(cfg, distributed=False)
+    init_default_scope(cfg.get('default_scope', 'mmdet'))
+    cfg.model.backbone.pop('init_cfg', None)
+    model = MODELS.build(cfg.model)
+    if weights is None:
+        with quiet_mmengine_log():
+            model.init_weights()
+    else:
+        try:
+            with allow_mmengine_checkpoints():
+                load_checkpoint(model, weights, map_location='cpu', strict=True, logger='silent')
+        except Exception as error:
+            raise PreflightError(f'--weights {weights} does not load into this model: '
+                                 f'{one_line(error)[:400]}') from None
+    return model.eval()
+
+
+def verification_sizes(shape: Tuple[int, int], dynamic: bool) -> List[Tuple[int, int]]:
+    """The traced size and, for a dynamic graph, a larger and an odd one (not a multiple of 32)."""
+    height, width = shape
+    if not dynamic:
+        return [(height, width)]
+    return [(height, width), (height + 64, width + 32), (height + 13, width + 27)]
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = parse_args(argv)
+    try:
+        cfg = preflight(args)
+        model = TensorModeModel(build_model(cfg, args.weights), args.backbone_only)
+    except (PreflightError, ValueError) as error:
+        sys.exit(f'error: {error}')
+    batch = 2 if args.dynamic and model.batch_is_dynamic else 1
+    inputs = model.example_inputs(*args.shape, batch, torch.Generator().manual_seed(0))
+    export_onnx(model, inputs, args.out, args.exporter, args.opset, args.dynamic)
+    size = osp.getsize(args.out) / 2**20
+    print(f'wrote {args.out} ({size:.1f} MiB, {args.exporter} exporter, '
+          f'{"dynamic" if args.dynamic else "fixed"} {model.kind} graph, inputs {model.input_names})')
+    if args.verify:
+        differences = compare_with_onnxruntime(
+            model, args.out, verification_inputs(model, verification_sizes(args.shape, args.dynamic), batch))
+        for description, difference in differences.items():
+            print(f'onnxruntime vs torch, max |difference| / max |value|: {difference:.2e} ({description})')
+        worst = max(differences.values())
+        if worst > args.tolerance:
+            sys.exit(f'error: onnxruntime differs from torch by {worst:.2e} of the largest value, '
+                     f'more than --tolerance {args.tolerance:g}')
+
+
+if __name__ == '__main__':
+    main()
