@@ -29,10 +29,9 @@ from mmengine.analysis import FlopAnalyzer, parameter_count
 from mmengine.analysis.print_helper import complexity_stats_table
 from mmengine.analysis.jit_handles import get_shape
 from mmengine.config import Config, DictAction
-from mmengine.registry import MODELS, init_default_scope
 from torch import nn
 
-from mmrmt.utils import revert_sync_bn_when_single
+from mmrmt.utils.model_from_config import build_cpu_model
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -64,14 +63,6 @@ def attention_flops(inputs: List[Any], outputs: List[Any]) -> int:
     query, key, value = (get_shape(value) for value in inputs[:3])
     *leading, length, dims = query
     return prod(leading) * length * key[-2] * (dims + value[-1])
-
-
-def build_cpu_model(cfg: Config) -> nn.Module:
-    """``cfg.model`` in eval mode on the CPU, with BN for SyncBN, no checkpoint loaded."""
-    revert_sync_bn_when_single(cfg, distributed=False)
-    init_default_scope(cfg.get('default_scope', 'mmdet'))
-    model = MODELS.build(cfg.model)
-    return model.eval()
 
 
 def cascade_roi_tensor_forward(roi_head: nn.Module, x: Tuple[torch.Tensor, ...], rpn_results_list: list,

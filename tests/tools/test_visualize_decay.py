@@ -1,0 +1,135 @@
+"""tools/analysis_tools/visualize_decay.py: the decay prior and the applied attention per head."""
+import sys
+
+import cv2
+import numpy as np
+import pytest
+import torch
+from mmengine.config import Config
+from helpers.upstream_layouts import random_upstream_state_dict
+from tool_process import DET_CONFIG, REPO, SEG_CONFIG, run_tool
+
+from mmrmt.utils import PreflightError
+
+sys.path.insert(0, str(REPO / 'tools' / 'analysis_tools'))
+import visualize_decay  # noqa: E402
+
+RMT_T_CONFIG = REPO / 'configs' / 'demo' / 'mask-rcnn_rmt-t_fpn_demo.py'
+PANEL_WIDTH = 220  # pixels a head's column takes in the picture (2.2 inches at 100 dpi)
+
+
+@pytest.fixture(scope='module')
+def image(tmp_path_factory) -> str:
+    """A 100x132 picture with some structure (stage 2 of it: 7x9 tokens)."""
+    path = tmp_path_factory.mktemp('image') / 'picture.png'
+    ys, xs = np.mgrid[0:100, 0:132]
+    picture = np.stack([(xs * 2) % 256, (ys * 3) % 256, ((xs + ys) * 5) % 256], axis=-1).astype(np.uint8)
+    cv2.imwrite(str(path), picture)
+    return str(path)
+
+
+def run(config, image, out, *options) -> visualize_decay.DecayMaps:
+    return visualize_decay.main([str(config), '--image', image, '--out', str(out), *map(str, options)])
+
+
+def manhattan(height: int, width: int, query) -> torch.Tensor:
+    return torch.tensor([[abs(y - query[0]) + abs(x - query[1]) for x in range(width)] for y in range(height)],
+                        dtype=torch.float)
+
+
+def test_rmt_t_stage_picture_and_decay_values(image, tmp_path):
+    out = tmp_path / 'decay.png'
+    maps = run(RMT_T_CONFIG, image, out, '--stage', 2, '--query', 2, 5)
+    heads, init_value, heads_range = 8, 2, 6  # RMT-T stage 2
+    gammas = 1 - 2 ** (-init_value - heads_range * torch.arange(heads, dtype=torch.float64) / heads)
+    assert torch.allclose(maps.gammas.double(), gammas, rtol=1e-6)
+    assert maps.decay.shape == maps.attention.shape == (heads, 7, 9)
+    distance = manhattan(7, 9, (2, 5))
+    for head in range(heads):
+        assert torch.allclose(maps.decay[head], maps.gammas[head] ** distance, rtol=1e-6, atol=0)
+        assert maps.decay[head, 2, 5] == 1
+    assert torch.allclose(maps.attention.sum((1, 2)), torch.ones(heads), atol=1e-5)
+    picture = cv2.imread(str(out))
+    assert picture is not None and picture.shape[1] == heads * PANEL_WIDTH
+    assert [p.name for p in tmp_path.iterdir()] == ['decay.png']
+
+
+@pytest.mark.parametrize('attn_impl', ['fast', 'reference'])
+@pytest.mark.parametrize('stage', [1, 2], ids=['decomposed', 'full'])
+def test_attention_map_is_what_the_masa_applies(attn_impl, stage, image):
+    """Weighting v by the map gives the MaSA's output at the query (before
+    the LCE and the output projection), as the module computes it."""
+    cfg = Config.fromfile(str(DET_CONFIG))
+    cfg.model.backbone.attn_impl = attn_impl
+    model = visualize_decay.build_cpu_model(cfg)
+    attention = model.backbone.layers[stage].blocks[0].retention
+    assert attention.decomposed == (stage == 1)
+    merged = []
+    attention.out_proj.register_forward_pre_hook(lambda module, args: merged.append(args[0]))
+    inputs = visualize_decay.image_tensor(visualize_decay.read_image(image, 640), model.data_preprocessor)
+    maps = visualize_decay.decay_maps(model.backbone, inputs, stage, 0, (3, 4))
+    x = visualize_decay.capture_attention_input(model.backbone, inputs, stage, 0)
+    with torch.no_grad():
+        v = attention.v_proj(x)
+        applied = (merged[0] - attention.lepe(v))[0, 3, 4].view(attention.num_heads, -1)
+        v = v[0].view(*v.shape[1:3], attention.num_heads, -1)
+        weighted = torch.einsum('nyx,yxnd->nd', maps.attention, v)
+    assert torch.allclose(weighted, applied, atol=1e-5, rtol=1e-4)
+
+
+def test_fast_and_reference_give_the_same_maps(image, tmp_path):
+    weights = tmp_path / 'model.pth'
+    torch.manual_seed(0)
+    model = visualize_decay.build_cpu_model(Config.fromfile(str(DET_CONFIG)))
+    torch.save({'state_dict': model.state_dict(), 'meta': {}}, weights)
+    for stage in (1, 3):  # decomposed, full
+        fast, reference = (run(DET_CONFIG, image, tmp_path / f'{impl}{stage}.png', '--weights', weights,
+                               '--stage', stage, '--cfg-options', f'model.backbone.attn_impl={impl}')
+                           for impl in ('fast', 'reference'))
+        assert torch.allclose(fast.attention, reference.attention, atol=1e-6, rtol=1e-5)
+        assert torch.equal(fast.decay, reference.decay)
+
+
+def test_backbone_weights_of_the_authors_load(image, tmp_path):
+    """An upstream ImageNet file: its per-head decay is what the picture uses."""
+    classifier = random_upstream_state_dict('rmt-t', seed=3)
+    torch.save({'model': classifier}, tmp_path / 'rmt_t3.pth')
+    maps = run(RMT_T_CONFIG, image, tmp_path / 'out.png', '--weights', tmp_path / 'rmt_t3.pth', '--stage', 1)
+    assert torch.allclose(maps.gammas, classifier['layers.1.Relpos.decay'].exp())
+
+
+def test_inputs_are_checked_before_anything_is_computed(image, tmp_path):
+    out = tmp_path / 'out.png'
+    broken = tmp_path / 'broken.jpg'
+    broken.write_bytes(b'not an image')
+    cases = [
+        ([str(tmp_path / 'missing.py'), '--image', image], 'config file not found'),
+        ([str(DET_CONFIG), '--image', str(broken)], 'cannot read the image'),
+        ([str(DET_CONFIG), '--image', image, '--stage', '4'], r'--stage 4 is out of range: RMT has stages 0-3'),
+        ([str(DET_CONFIG), '--image', image, '--block', '1'], r'--block 1 is out of range: stage 2 has blocks 0-0'),
+        ([str(DET_CONFIG), '--image', image, '--query', '7', '0'],
+         r"--query 7 0 is outside stage 2's 7x9 feature map of this image; give 0 <= Y < 7"),
+        ([str(SEG_CONFIG), '--image', image, '--weights', str(tmp_path / 'none.pth')],
+         '--weights checkpoint not found'),
+        ([str(REPO / 'configs' / 'rest' / 'retinanet_rest-small_fpn_ms-1x_coco.py'), '--image', image],
+         "the config's backbone is ResT; this tool needs RMT"),
+    ]
+    for argv, message in cases:
+        with pytest.raises(PreflightError, match=message):
+            visualize_decay.main(argv + ['--out', str(out)])
+    with pytest.raises(PreflightError, match='must name a .png'):
+        visualize_decay.main([str(DET_CONFIG), '--image', image, '--out', str(tmp_path / 'out.jpg')])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['broken.jpg']
+    out.write_bytes(b'keep me')
+    with pytest.raises(PreflightError, match='exists; choose another path, or add --force'):
+        visualize_decay.main([str(DET_CONFIG), '--image', image, '--out', str(out)])
+    assert out.read_bytes() == b'keep me'
+    run(DET_CONFIG, image, out, '--force')
+    assert cv2.imread(str(out)) is not None
+
+
+def test_command_line_error_is_one_line(image, tmp_path):
+    result = run_tool(['analysis_tools/visualize_decay.py', DET_CONFIG, '--image', image, '--out',
+                       tmp_path / 'out.png', '--stage', '9'])
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == 'error: --stage 9 is out of range: RMT has stages 0-3'

@@ -1,0 +1,258 @@
+"""Picture an RMT stage's Manhattan decay prior and the attention each head applies.
+
+For one stage (and block) of the RMT backbone of CONFIG, one panel per head
+in two rows, painted over the image:
+
+* the decay prior relative to the query token, gamma_h ** (|dy| + |dx|) (the
+  RMT paper's figure; gamma_h = exp(decay_h), the head's decay rate);
+* the attention the head applies to the image at the query token:
+  softmax(q k^T / sqrt(d) + log-decay) over all tokens of a full stage; for a
+  decomposed stage the composed map of the column pass over the row passes,
+  attn_col(query -> (y', qx)) * attn_row((y', qx) -> (y', x')), which is
+  what the two passes weigh each token by.
+
+Both come from the block's real inputs (captured from a forward pass of the
+backbone, with the fast or the reference MaSA alike). The query is given in
+feature-map coordinates of the stage (default: its centre).
+
+    python tools/analysis_tools/visualize_decay.py CONFIG --image IMG --out PNG
+        [--weights CKPT] [--stage S] [--block B] [--query Y X] [--max-size PX]
+        [--force] [--cfg-options KEY=VALUE ...]
+
+``--weights``: a checkpoint of the config's model (tools/train.py, the
+model converters) or an RMT backbone file (e.g. the authors' ImageNet one);
+without it the backbone keeps its initialisation (the decay prior is fixed by
+the variant, the attention is random).
+"""
+import argparse
+import os.path as osp
+import sys
+import warnings
+from typing import List, NamedTuple, Optional, Tuple
+
+import cv2
+import numpy as np
+import torch
+from mmengine.config import DictAction
+from torch import nn
+
+from mmrmt.checkpoint import extract_state_dict, read_checkpoint
+from mmrmt.models.backbones import RMT
+from mmrmt.models.backbones.rmt import apply_rotary
+from mmrmt.utils import PreflightError, check_new_file, read_config, replaced_atomically
+from mmrmt.utils.model_from_config import build_cpu_model
+
+warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
+
+
+class DecayMaps(NamedTuple):
+    """The values behind the picture, for one stage, block and query.
+
+    Args:
+        gammas (torch.Tensor): (heads,) decay rate of each head.
+        decay (torch.Tensor): (heads, h, w) gamma_h ** Manhattan distance to the query.
+        attention (torch.Tensor): (heads, h, w) weights the head puts on each
+            token for the query (each map sums to 1).
+        query (tuple): (y, x) of the query token.
+    """
+    gammas: torch.Tensor
+    decay: torch.Tensor
+    attention: torch.Tensor
+    query: Tuple[int, int]
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('config', help='a config whose backbone is RMT')
+    parser.add_argument('--image', required=True, help='the image to paint on')
+    parser.add_argument('--out', required=True, help='the PNG to write')
+    parser.add_argument('--weights', help='checkpoint of the model or of an RMT backbone')
+    parser.add_argument('--stage', type=int, default=2, help='stage, 0-3 (default 2, stride 16)')
+    parser.add_argument('--block', type=int, default=0, help='block of the stage (default 0)')
+    parser.add_argument('--query', type=int, nargs=2, metavar=('Y', 'X'),
+                        help='query token in feature-map coordinates of the stage (default: centre)')
+    parser.add_argument('--max-size', type=int, default=640,
+                        help='longer image side fed to the backbone, in pixels (larger images are shrunk)')
+    parser.add_argument('--force', action='store_true', help='replace an existing --out')
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='override config settings, e.g. model.backbone.attn_impl=reference')
+    return parser.parse_args(argv)
+
+
+# --- inputs ------------------------------------------------------------------
+def read_image(path: str, max_size: int) -> np.ndarray:
+    """The image as BGR uint8, its longer side at most ``max_size``."""
+    image = cv2.imread(path, cv2.IMREAD_COLOR)
+    if image is None:
+        raise PreflightError(f'cannot read the image {path} (missing, or not an image file)')
+    scale = max_size / max(image.shape[:2])
+    if scale < 1:
+        image = cv2.resize(image, (round(image.shape[1] * scale), round(image.shape[0] * scale)),
+                           interpolation=cv2.INTER_AREA)
+    return image
+
+
+def feature_size(height: int, width: int, stage: int) -> Tuple[int, int]:
+    """The (h, w) of a stage's tokens: the stem halves twice, each downsampling once
+    (3x3 stride-2 convs with padding 1: ceil)."""
+    for _ in range(stage + 2):
+        height, width = -(-height // 2), -(-width // 2)
+    return height, width
+
+
+def check_location(backbone: nn.Module, stage: int, block: int, query: Optional[Tuple[int, int]],
+                   grid: Tuple[int, int]) -> Tuple[int, int]:
+    """Fail unless stage, block and query exist; return the query (default the centre)."""
+    if not isinstance(backbone, RMT):
+        raise PreflightError(f'the config\'s backbone is {type(backbone).__name__}; this tool needs RMT')
+    if not 0 <= stage < len(backbone.layers):
+        raise PreflightError(f'--stage {stage} is out of range: RMT has stages 0-{len(backbone.layers) - 1}')
+    depth = len(backbone.layers[stage].blocks)
+    if not 0 <= block < depth:
+        raise PreflightError(f'--block {block} is out of range: stage {stage} has blocks 0-{depth - 1}')
+    if query is None:
+        return grid[0] // 2, grid[1] // 2
+    if not (0 <= query[0] < grid[0] and 0 <= query[1] < grid[1]):
+        raise PreflightError(f'--query {query[0]} {query[1]} is outside stage {stage}\'s {grid[0]}x{grid[1]} '
+                             f'feature map of this image; give 0 <= Y < {grid[0]} and 0 <= X < {grid[1]}')
+    return tuple(query)
+
+
+def load_weights(backbone: RMT, path: str) -> None:
+    """A whole model's checkpoint (``backbone.*``) or a backbone file, loaded strictly."""
+    keys = extract_state_dict(read_checkpoint(path), path)
+    prefix = 'backbone.' if any(key.startswith('backbone.') for key in keys) else ''
+    backbone.init_cfg = dict(type='Pretrained', checkpoint=path, prefix=prefix)
+    backbone.init_weights()
+
+
+def image_tensor(image: np.ndarray, preprocessor: nn.Module) -> torch.Tensor:
+    """(1, 3, H, W) normalised as the config's data preprocessor does (mmdet's and
+    mmseg's name their BGR-to-RGB switch differently)."""
+    pixels = torch.from_numpy(image).permute(2, 0, 1).float()
+    if getattr(preprocessor, '_channel_conversion', getattr(preprocessor, 'channel_conversion', False)):
+        pixels = pixels[[2, 1, 0]]
+    return ((pixels - preprocessor.mean) / preprocessor.std)[None]
+
+
+# --- the maps ----------------------------------------------------------------
+def capture_attention_input(backbone: RMT, inputs: torch.Tensor, stage: int,
+                            block: int) -> torch.Tensor:
+    """The (1, h, w, C) normalised tokens the block's MaSA attends over."""
+    captured = []
+
+    def hook(module: nn.Module, args: tuple) -> None:
+        x, _, norm = (*args, None)[:3]
+        captured.append(x if norm is None else norm(x))
+
+    handle = backbone.layers[stage].blocks[block].retention.register_forward_pre_hook(hook)
+    try:
+        with torch.no_grad():
+            backbone(inputs)
+    finally:
+        handle.remove()
+    return captured[0]
+
+
+def manhattan_distance(height: int, width: int, query: Tuple[int, int]) -> torch.Tensor:
+    ys, xs = torch.arange(height)[:, None], torch.arange(width)[None, :]
+    return ((ys - query[0]).abs() + (xs - query[1]).abs()).float()
+
+
+def query_attention(attention: nn.Module, relpos: nn.Module, x: torch.Tensor,
+                    query: Tuple[int, int]) -> torch.Tensor:
+    """(heads, h, w): the weight of every token in the query token's output."""
+    _, height, width, _ = x.shape
+    heads = attention.num_heads
+    sin, cos = relpos.rotary(height, width)
+    q = apply_rotary(attention.q_proj(x)[0].view(height, width, heads, -1).permute(2, 0, 1, 3), sin, cos)
+    k = apply_rotary((attention.k_proj(x)[0] * attention.scale).view(height, width, heads, -1)
+                     .permute(2, 0, 1, 3), sin, cos)
+    qy, qx = query
+    if attention.decomposed:
+        # Column pass at the query's column, then each row's pass at that column.
+        column = torch.softmax(torch.einsum('nd,nyd->ny', q[:, qy, qx], k[:, :, qx])
+                               + relpos.decay_1d(height)[:, qy], dim=-1)
+        rows = torch.softmax(torch.einsum('nyd,nyxd->nyx', q[:, :, qx], k)
+                             + relpos.decay_1d(width)[:, qx][:, None, :], dim=-1)
+        return column[:, :, None] * rows
+    logits = torch.einsum('nd,nyxd->nyx', q[:, qy, qx], k)
+    logits = logits + relpos.decay[:, None, None] * manhattan_distance(height, width, query)
+    return torch.softmax(logits.flatten(1), dim=-1).view(heads, height, width)
+
+
+def decay_maps(backbone: RMT, inputs: torch.Tensor, stage: int, block: int,
+               query: Tuple[int, int]) -> DecayMaps:
+    """The decay prior and the applied attention of every head of a stage's block."""
+    x = capture_attention_input(backbone, inputs, stage, block)
+    relpos = backbone.layers[stage].Relpos
+    with torch.no_grad():
+        attention = query_attention(backbone.layers[stage].blocks[block].retention, relpos, x, query)
+        gammas = relpos.decay.exp()
+        decay = gammas[:, None, None] ** manhattan_distance(*x.shape[1:3], query)
+    return DecayMaps(gammas, decay, attention, query)
+
+
+# --- the picture ---------------------------------------------------------------
+def paint(image: np.ndarray, maps: DecayMaps, title: str, path: str) -> None:
+    """Two rows of panels (decay prior, attention), one column per head, over the image."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    heads = maps.decay.shape[0]
+    rgb = image[..., ::-1]
+    height, width = image.shape[:2]
+    grid_h, grid_w = maps.decay.shape[1:]
+    # token centres in image pixels
+    qy = (maps.query[0] + 0.5) * height / grid_h
+    qx = (maps.query[1] + 0.5) * width / grid_w
+    figure, axes = plt.subplots(2, heads, figsize=(2.2 * heads, 4.8), squeeze=False)
+    rows = (('decay prior', maps.decay), ('attention', maps.attention))
+    for row, (name, values) in enumerate(rows):
+        for head in range(heads):
+            axis = axes[row][head]
+            panel = values[head].numpy()
+            axis.imshow(rgb, extent=(0, width, height, 0))
+            axis.imshow(panel / max(panel.max(), 1e-12), cmap='jet', alpha=0.55, vmin=0, vmax=1,
+                        extent=(0, width, height, 0), interpolation='nearest')
+            axis.plot(qx, qy, marker='+', color='white', markersize=10, markeredgewidth=2)
+            detail = f', γ={maps.gammas[head]:.4f}' if row == 0 else ''
+            axis.set_title(f'head {head}: {name}{detail}', fontsize=8)
+            axis.axis('off')
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    with replaced_atomically(path) as temporary:
+        figure.savefig(temporary, format='png', dpi=100)
+    plt.close(figure)
+
+
+def main(argv: Optional[List[str]] = None) -> DecayMaps:
+    args = parse_args(argv)
+    cfg = read_config(args.config)
+    if args.weights and not osp.isfile(args.weights):
+        raise PreflightError(f'--weights checkpoint not found: {args.weights}')
+    if not args.out.lower().endswith('.png'):
+        raise PreflightError(f'--out must name a .png file, got {args.out}')
+    check_new_file(args.out, '--out', args.force, source=args.image)
+    image = read_image(args.image, args.max_size)
+    if args.cfg_options:
+        cfg.merge_from_dict(args.cfg_options)
+    model = build_cpu_model(cfg)
+    grid = feature_size(*image.shape[:2], args.stage)
+    query = check_location(model.backbone, args.stage, args.block, args.query, grid)
+    if args.weights:
+        load_weights(model.backbone, args.weights)
+    maps = decay_maps(model.backbone, image_tensor(image, model.data_preprocessor), args.stage, args.block, query)
+    kind = 'decomposed' if model.backbone.layers[args.stage].blocks[args.block].retention.decomposed else 'full'
+    paint(image, maps, f'RMT stage {args.stage} ({grid[0]}x{grid[1]} tokens, {kind} MaSA), block {args.block}, '
+          f'query ({query[0]}, {query[1]})', args.out)
+    print(f'{args.out}: {maps.decay.shape[0]} heads of stage {args.stage}, query {query}')
+    return maps
+
+
+if __name__ == '__main__':
+    try:
+        main()
+    except (PreflightError, FileNotFoundError, ValueError) as error:
+        sys.exit(f'error: {error}')
