@@ -1,12 +1,2 @@
 # Semantic FPN with RMT-T on ADE20K, 80k iterations (RMT paper, Table 5).
-_base_ = ['../_base_/fpn_ade20k-512x512.py', '../_base_/schedules/seg_adamw-poly_80k.py']
-
-model = dict(
-    backbone=dict(
-        _delete_=True,
-        type='RMT',
-        arch='t',
-        drop_path_rate=0.1,
-        norm_cfg=dict(type='SyncBN', requires_grad=True),
-        init_cfg=dict(type='Pretrained', checkpoint='checkpoints/rmt-t_in1k.pth')),
-    neck=dict(in_channels=[64, 128, 256, 512]))
+_base_ = ['../_base_/fpn_rmt-t_ade20k-512x512.py', '../_base_/schedules/seg_adamw-poly_80k.py']
