@@ -55,6 +55,8 @@ def test_no_wheel_anywhere_is_status_1_and_silent(empty_cache, tmp_path):
 
 
 def test_makefile_passes_its_venv():
-    result = subprocess.run(['make', '-n', 'setup', 'VENV=/tmp/my venv'], cwd=REPO,
-                            capture_output=True, text=True, timeout=60)
+    # --no-print-directory: under `make test` this make is a sub-make, which
+    # would otherwise announce the directory it enters.
+    result = subprocess.run(['make', '--no-print-directory', '-n', 'setup', 'VENV=/tmp/my venv'],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "VENV='/tmp/my venv' bash tools/misc/setup_env.sh"
