@@ -31,6 +31,7 @@ from mmengine.analysis.jit_handles import get_shape
 from mmengine.config import Config, DictAction
 from torch import nn
 
+from mmrmt.utils import exit_on_preflight_error, read_config
 from mmrmt.utils.model_from_config import build_cpu_model
 
 
@@ -131,7 +132,8 @@ def complexity(cfg: Config, shape: Sequence[int], backbone_only: bool = False,
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
-    cfg = Config.fromfile(args.config)
+    with exit_on_preflight_error():
+        cfg = read_config(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
     shape = args.shape if len(args.shape) == 2 else args.shape * 2
