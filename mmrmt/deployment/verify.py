@@ -4,20 +4,8 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import torch
 
+from .session import onnxruntime_session, run_session
 from .tensor_mode import TensorModeModel, random_proposals
-
-
-def onnxruntime_session(path: str):
-    """A CPU onnxruntime session using as many threads as torch."""
-    import onnxruntime
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = torch.get_num_threads()
-    return onnxruntime.InferenceSession(path, options, providers=['CPUExecutionProvider'])
-
-
-def run_session(session, inputs: Sequence[torch.Tensor]) -> List[np.ndarray]:
-    feeds = {spec.name: tensor.numpy() for spec, tensor in zip(session.get_inputs(), inputs)}
-    return session.run(None, feeds)
 
 
 def relative_difference(expected: Sequence[torch.Tensor], actual: Sequence[np.ndarray]) -> float:

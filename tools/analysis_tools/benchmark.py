@@ -62,8 +62,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='autocast dtype of the forward pass')
     parser.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
     parser.add_argument('--threads', type=int, help='torch CPU threads (default: torch\'s)')
-    parser.add_argument('--onnx', metavar='FILE', help='also time this file exported by '
-                        'tools/deployment/pytorch2onnx.py in onnxruntime (infer mode, CPU)')
+    parser.add_argument('--onnx', metavar='FILE', nargs='+',
+                        help='also time these files (exported by tools/deployment/pytorch2onnx.py, '
+                        'e.g. float32 and int8 from quantize_onnx.py) in onnxruntime (infer mode, CPU)')
     args = parser.parse_args(argv)
     if (args.config is None) == (args.backbone is None):
         parser.error('give either a config file or --backbone TYPE-ARCH, not both or neither.')
@@ -78,17 +79,39 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     if args.repeats < 1 or args.warmup < 0 or args.batch < 1:
         parser.error('--repeats and --batch must be >= 1 and --warmup >= 0.')
     if args.onnx is not None:
-        if not Path(args.onnx).is_file():
-            parser.error(f'--onnx file not found: {args.onnx}')
         if args.mode != ['infer'] or args.device != 'cpu' or args.amp != 'none':
             parser.error('--onnx times inference on the CPU in float32: give --mode infer, no --device '
                          'cuda, no --amp.')
+        for path in args.onnx:
+            if not Path(path).is_file():
+                parser.error(f'--onnx file not found: {path}')
     return args
 
 
+def check_onnx_inputs(args: argparse.Namespace) -> None:
+    """Exit with one line if an --onnx file does not take the benchmark's inputs."""
+    for path in args.onnx or ():
+        mismatch = onnx_input_mismatch(path, args.batch, tuple(args.shape))
+        if mismatch:
+            sys.exit(f'error: --onnx {path} does not take --batch {args.batch} --shape {args.shape[0]} '
+                     f'{args.shape[1]}: {mismatch}; export it at this batch and shape '
+                     '(pytorch2onnx.py --batch N --shape H W) or with --dynamic')
+
+
+def onnx_input_mismatch(path: str, batch: int, shape: Tuple[int, int]) -> Optional[str]:
+    """What keeps the file from taking the benchmark's inputs (None if nothing).
+
+    Two inputs mean a two-stage detector: the images, then the proposals.
+    """
+    from mmrmt.deployment.session import file_inputs, shape_mismatch
+    declared = file_inputs(path)
+    given = [(batch, 3, *shape)] + [(TENSOR_MODE_PROPOSALS, 4)] * (len(declared) == 2)
+    return shape_mismatch(declared, given)
+
+
 def contenders(args: argparse.Namespace) -> List[Optional[str]]:
-    """The torch implementations, then onnxruntime with --onnx."""
-    return [*args.impl, ONNX_IMPL] if args.onnx else list(args.impl)
+    """The torch implementations, then 'onnxruntime FILE' for each --onnx file."""
+    return [*args.impl, *(f'{ONNX_IMPL} {path}' for path in args.onnx or ())]
 
 
 # --- worker side --------------------------------------------------------------------
@@ -190,20 +213,20 @@ def tensor_mode_inputs(args: argparse.Namespace, two_stage: bool) -> Tuple[torch
     return images, random_proposals(TENSOR_MODE_PROPOSALS, *args.shape, generator)
 
 
-def onnx_worker(args: argparse.Namespace, conn) -> None:
-    """Open --onnx in onnxruntime, then run it once per 'step' message."""
-    from mmrmt.deployment.verify import onnxruntime_session, run_session
+def onnx_worker(args: argparse.Namespace, path: str, conn) -> None:
+    """Open ``path`` in onnxruntime, then run it once per 'step' message."""
+    from mmrmt.deployment.session import onnxruntime_session, run_session
     if args.threads:
         torch.set_num_threads(args.threads)
-    session = onnxruntime_session(args.onnx)
+    session = onnxruntime_session(path, args.threads)
     inputs = tensor_mode_inputs(args, two_stage=len(session.get_inputs()) == 2)
     serve(conn, lambda: run_session(session, inputs), 'cpu')
 
 
 def worker(args: argparse.Namespace, impl: Optional[str], mode: str, conn) -> None:
     """Build one model, then run one iteration per 'step' message."""
-    if impl == ONNX_IMPL:
-        return onnx_worker(args, conn)
+    if impl is not None and impl.startswith(ONNX_IMPL):
+        return onnx_worker(args, impl.partition(' ')[2], conn)
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -314,13 +337,14 @@ def format_table(args: argparse.Namespace, results: Dict[str, dict]) -> str:
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
+    check_onnx_inputs(args)
     model = args.config or args.backbone
     print(f'# {model}: batch {args.batch}, input {args.shape[0]}x{args.shape[1]}, {args.device}, '
           f'amp {args.amp}, threads {args.threads or torch.get_num_threads()}, '
           f'{args.warmup} warm-up + {args.repeats} timed iterations, torch {torch.__version__}')
     if args.onnx:
         import onnxruntime
-        print(f'# tensor mode in torch and {args.onnx} in onnxruntime {onnxruntime.__version__}')
+        print(f'# tensor mode in torch and {", ".join(args.onnx)} in onnxruntime {onnxruntime.__version__}')
     results = {mode: run_mode(args, mode) for mode in args.mode}
     print(format_table(args, results))
     sys.stdout.flush()
