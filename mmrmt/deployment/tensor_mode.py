@@ -127,12 +127,16 @@ def random_proposals(count: int, height: int, width: int,
     return torch.cat((corners.min(1).values, corners.max(1).values + 1), 1)
 
 
-def dynamic_axes(model: TensorModeModel) -> dict:
-    """The TorchScript exporter's ``dynamic_axes`` of the inputs."""
-    image = {2: 'height', 3: 'width'}
-    if model.batch_is_dynamic:
-        image[0] = 'batch'
-    axes = {'image': image}
+def dynamic_axes(model: TensorModeModel, image_size: bool = True) -> dict:
+    """The TorchScript exporter's ``dynamic_axes`` of the inputs.
+
+    The number of proposals of a two-stage graph is always dynamic (the RoI
+    part runs on the RPN's proposals, then on the detections); with
+    ``image_size`` False the images are fixed.
+    """
+    axes = {}
+    if image_size:
+        axes['image'] = {2: 'height', 3: 'width', **({0: 'batch'} if model.batch_is_dynamic else {})}
     if model.kind == 'two_stage':
         axes['proposals'] = {0: 'num_proposals'}
     return axes
