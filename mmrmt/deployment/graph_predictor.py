@@ -188,23 +188,9 @@ def evaluate_graph(runner, path: str, threads: Optional[int] = None) -> dict:
         del runner.model.test_step
 
 
-def image_batches(runner, count: int) -> Iterator[torch.Tensor]:
-    """Preprocessed image batches of the runner's test set (normalised, padded), ``count`` images."""
-    seen = 0
-    for data in runner.test_dataloader:
-        inputs = runner.model.data_preprocessor(data, False)['inputs']
-        yield inputs[:count - seen]
-        seen += len(inputs)
-        if seen >= count:
-            return
-
-
-def feeds_of(predictor: GraphPredictor, inputs: torch.Tensor) -> Iterator[Dict[str, np.ndarray]]:
-    """The full graph's feeds for a batch: images, and for two-stage graphs each image with the
-    RPN's proposals computed by the (float) graph and mmdet's decoding."""
-    if predictor.kind != 'two_stage':
-        yield {'image': inputs.numpy()}
-        return
+def proposal_feeds(predictor: GraphPredictor, inputs: torch.Tensor) -> Iterator[Dict[str, np.ndarray]]:
+    """The whole two-stage graph's feeds for a batch: each image with the RPN's proposals,
+    computed by the graph and mmdet's decoding and NMS."""
     model = predictor.model
     for image in inputs.split(1):
         with torch.no_grad(), predictor.graph_forwards():
