@@ -167,13 +167,14 @@ class GraphPredictor:
     def test_step(self, data: dict) -> list:
         """What ``model.test_step(data)`` returns, with the graph in onnxruntime.
 
-        Two-stage graphs take one image: a batch is predicted image by image
-        (on its padded tensor, as the model would).
+        Graphs of one image (two-stage detectors, fixed-size exports of batch
+        1) predict a batch image by image, each on its part of the padded
+        batch tensor the model would see.
         """
         data = self.model.data_preprocessor(data, False)
         inputs, samples = data['inputs'], data['data_samples']
         with torch.no_grad(), self.graph_forwards():
-            if self.kind != 'two_stage':
+            if self.kind != 'two_stage' and self.image_inputs[0][1][0] != 1:
                 return self.model.predict(inputs, samples)
             return [self.model.predict(inputs[i:i + 1], samples[i:i + 1])[0] for i in range(len(samples))]
 
