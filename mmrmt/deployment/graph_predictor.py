@@ -11,7 +11,7 @@ head outputs, so that the RoI part runs on the RPN's proposals, then on
 the detections for their masks, as mmdet's ``StandardRoIHead.predict`` does.
 """
 from contextlib import contextmanager
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 import numpy as np
 import torch

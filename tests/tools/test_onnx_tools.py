@@ -77,4 +77,7 @@ def test_profile_lists_op_types(graphs):
     result = run_tool(['deployment/profile_onnx.py', graphs / 'backbone.onnx', '--runs', 1, '--top', 5])
     check_ok(result)
     rows = re.findall(r'^\| (\w+) \| ([\d.]+) \| ([\d.]+) % \|', result.stdout, re.M)
-    assert len(rows) == 5 and 'MatMul' in [op for op, _, _ in rows]
+    assert [op for op, _, _ in rows][-1] == 'all' and len(rows) == 6
+    shares = [float(share) for _, _, share in rows[:-1]]
+    assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 100.1
+    assert {'Gemm', 'Conv'} & {op for op, _, _ in rows}
