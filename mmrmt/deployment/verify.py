@@ -52,14 +52,16 @@ def preprocessor_statistics(model: torch.nn.Module) -> Tuple[List[float], List[f
 
 
 def verification_inputs(model: TensorModeModel, sizes: Sequence[Tuple[int, int]],
-                        batch: int = 1, seed: int = 0) -> Dict[str, Tuple[torch.Tensor, ...]]:
-    """A random batch and a demo picture at each (height, width), keyed by a description."""
+                        batch: int = 1, seed: int = 0,
+                        picture_batch: int = 1) -> Dict[str, Tuple[torch.Tensor, ...]]:
+    """A random batch and a demo picture (repeated ``picture_batch`` times) at each
+    (height, width), keyed by a description."""
     generator = torch.Generator().manual_seed(seed)
     mean, std = preprocessor_statistics(model.model)
     inputs = {}
     for height, width in sizes:
         inputs[f'random {height}x{width}'] = model.example_inputs(height, width, batch, generator)
-        picture = demo_image(height, width, mean, std, seed)
+        picture = demo_image(height, width, mean, std, seed).expand(picture_batch, -1, -1, -1).contiguous()
         extra = (random_proposals(40, height, width, generator), ) if model.kind == 'two_stage' else ()
         inputs[f'demo picture {height}x{width}'] = (picture, *extra)
     return inputs

@@ -166,7 +166,8 @@ def main(argv: Optional[List[str]] = None) -> None:
           f'{"dynamic" if args.dynamic else "fixed"} {model.kind} graph, inputs {model.input_names})')
     if args.verify:
         differences = compare_with_onnxruntime(
-            model, args.out, verification_inputs(model, verification_sizes(args.shape, args.dynamic), batch))
+            model, args.out, verification_inputs(model, verification_sizes(args.shape, args.dynamic), batch,
+                                                 picture_batch=1 if args.dynamic else batch))
         for description, difference in differences.items():
             print(f'onnxruntime vs torch, max |difference| / max |value|: {difference:.2e} ({description})')
         worst = max(differences.values())
