@@ -1,5 +1,6 @@
-# COCO "3x": det_adamw_1x for 36 epochs, lr x0.1 after epochs 27 and 33.
-_base_ = './det_adamw_1x.py'
+# The RMT authors' 3x schedule (detect/configs/RMT/{maskrcnn,casrcnn}_*_3x.py):
+# rmt_det_adamw_1x for 36 epochs, lr x0.1 after epochs 27 and 33.
+_base_ = './rmt_det_adamw_1x.py'
 
 max_epochs = 36
 train_cfg = dict(max_epochs=max_epochs)
