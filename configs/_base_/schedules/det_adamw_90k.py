@@ -11,8 +11,10 @@ _base_ = ['./det_adamw_1x.py', 'mmdet::_base_/default_runtime.py']
 max_iters = 90000
 train_cfg = dict(_delete_=True, type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 optim_wrapper = dict(paramwise_cfg=dict(_delete_=True, norm_decay_mult=0.))
+# mmengine's LinearLR and PolyLR reach their end one step before `end`; each
+# `end` here is one past detectron2's length, so every iteration gets detectron2's lr.
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=1000),
+    dict(type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=1001),
     dict(type='MultiStepLR', begin=0, end=max_iters, by_epoch=False, milestones=[60000, 80000], gamma=0.1)
 ]
 default_hooks = dict(checkpoint=dict(by_epoch=False, interval=5000))

@@ -10,7 +10,13 @@
 # (amp_loss_scale).
 _base_ = './det_adamw_1x.py'
 
+# mmengine's LinearLR and PolyLR reach their end one step before `end`; each
+# `end` here is one past mmcv's length, so every iteration gets mmcv's lr.
 optim_wrapper = dict(
     optimizer=dict(lr=4e-4),
     paramwise_cfg=dict(_delete_=True, custom_keys={'norm': dict(decay_mult=0.)}))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=501),
+    dict(type='MultiStepLR', begin=0, end=12, by_epoch=True, milestones=[8, 11], gamma=0.1)
+]
 amp_loss_scale = 'dynamic'

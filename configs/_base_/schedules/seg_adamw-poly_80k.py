@@ -7,7 +7,9 @@
 _base_ = 'mmseg::_base_/schedules/schedule_80k.py'
 
 optim_wrapper = dict(optimizer=dict(_delete_=True, type='AdamW', lr=1e-4, betas=(0.9, 0.999), weight_decay=1e-4))
-param_scheduler = [dict(type='PolyLR', eta_min=1e-6, power=0.9, begin=0, end=80000, by_epoch=False)]
+# mmengine's LinearLR and PolyLR reach their end one step before `end`; each
+# `end` here is one past mmcv's length, so every iteration gets mmcv's lr.
+param_scheduler = [dict(type='PolyLR', eta_min=1e-6, power=0.9, begin=0, end=80001, by_epoch=False)]
 train_cfg = dict(val_interval=4000)
 default_hooks = dict(checkpoint=dict(interval=4000))
 

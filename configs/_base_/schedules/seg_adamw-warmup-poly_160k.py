@@ -17,9 +17,11 @@ optim_wrapper = dict(
             '.ls1': dict(decay_mult=0.), '.ls2': dict(decay_mult=0.),
             '.alpha': dict(decay_mult=0.), '.beta': dict(decay_mult=0.)
         }))
+# mmengine's LinearLR and PolyLR reach their end one step before `end`; each
+# `end` here is one past mmcv's length, so every iteration gets mmcv's lr.
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0, end=1500),
-    dict(type='PolyLR', eta_min=0., power=1.0, begin=0, end=160000, by_epoch=False)
+    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0, end=1501),
+    dict(type='PolyLR', eta_min=0., power=1.0, begin=0, end=160001, by_epoch=False)
 ]
 train_cfg = dict(val_interval=8000)
 default_hooks = dict(checkpoint=dict(interval=8000, max_keep_ckpts=1, save_best='mIoU', rule='greater'))
