@@ -123,13 +123,13 @@ def _rmt_recipes() -> Dict[str, Recipe]:
              'l': "casrcnn_m_3x.py with maskrcnn_l_3x.py's lr 2e-4 and 1 image a GPU"}.get(v, f'casrcnn_{up}_3x.py'),
             4e-4 if v in 'ts' else 2e-4, 0.05, CASCADE_RULES, 1 if v == 'l' else 2, STEP_3X, 'detr_aug', 'dynamic',
             DROP_PATH[v])
-        recipes[f'fpn_rmt-{v}_4xb4-80k_ade20k-512x512'] = Recipe(
+        recipes[f'fpn_rmt-{v}_8xb2-80k_ade20k-512x512'] = Recipe(
             f'RMT_FPN_{up}_1x.py', 1e-4, 1e-4, NO_RULES, 2, FPN_80K, 'ade20k', None, DROP_PATH[v],
             eval_interval=4000)
-        recipes[f'fpn_rmt-{v}_4xb4-160k_ade20k-512x512'] = Recipe(
+        recipes[f'fpn_rmt-{v}_8xb2-160k_ade20k-512x512'] = Recipe(
             f'RMT_FPN_{up}_1x.py over 160k iterations', 1e-4, 1e-4, NO_RULES, 2, FPN_160K, 'ade20k', None,
             DROP_PATH[v], eval_interval=4000)
-        recipes[f'upernet_rmt-{v}_4xb4-160k_ade20k-512x512'] = Recipe(
+        recipes[f'upernet_rmt-{v}_8xb2-160k_ade20k-512x512'] = Recipe(
             # S and M divide by zero as released; L (1500 // 1, 8000 // 1) gives the values they mean
             'RMT_Uper_s_2x.py, intervals as RMT_Uper_l_2x.py' if v in 'ts' else f'RMT_Uper_{up}_2x.py',
             6e-5, 0.01, RCNN_RULES, 2, UPER_160K, 'ade20k', 512., DROP_PATH[v], eval_interval=8000,
