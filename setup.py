@@ -1,7 +1,16 @@
 """Install mmrmt: RMT, ResT and ResMLP backbones for MMDetection and MMSegmentation.
 
-torch and mmcv (with its compiled ops) are prerequisites installed first, the
-OpenMMLab way (see requirements/mminstall.txt and ``make setup``).
+As OpenMMLab plugins declare it: the core (torch, mmcv, mmengine, timm;
+``requirements/runtime.txt``) always, and the library the backbones serve as
+an extra, so that either one is enough::
+
+    pip install "mmrmt[det]"   # with MMDetection
+    pip install "mmrmt[seg]"   # with MMSegmentation
+    pip install "mmrmt[all]"   # both (what ``make setup`` installs)
+
+plus ``[deploy]`` (ONNX export) and ``[tests]``. torch and mmcv (with its
+compiled ops) are best installed first, the OpenMMLab way (see
+requirements/mminstall.txt and ``make setup``).
 
 A built wheel also carries the configs, tools, demo and ``model-index.yml`` in
 ``mmrmt/.mim/`` (as mmdet's and mmseg's wheels do), so that without a clone
@@ -60,11 +69,15 @@ setup(
     python_requires='>=3.8',
     install_requires=read_requirements('runtime.txt'),
     extras_require={
+        'det': read_requirements('det.txt'),
+        'seg': read_requirements('seg.txt'),
+        'all': read_requirements('det.txt') + read_requirements('seg.txt'),
         'tests': read_requirements('tests.txt'),
         'mim': read_requirements('mminstall.txt'),
         'deploy': read_requirements('deploy.txt'),
     },
     license='Apache License 2.0',
+    license_files=['LICENSE'],
     zip_safe=False,
     cmdclass={'build_py': BuildPyWithMim},
 )
