@@ -12,9 +12,10 @@ plus ``[deploy]`` (ONNX export) and ``[tests]``. torch and mmcv (with its
 compiled ops) are best installed first, the OpenMMLab way (see
 requirements/mminstall.txt and ``make setup``).
 
-A built wheel also carries the configs, tools, demo and ``model-index.yml`` in
-``mmrmt/.mim/`` (as mmdet's and mmseg's wheels do), so that without a clone
-mim finds the model zoo and configs inherit ours as ``mmrmt::rmt/...py``.
+A built wheel also carries the configs, tools, demo, docs and
+``model-index.yml`` in ``mmrmt/.mim/`` (as mmdet's and mmseg's wheels do),
+so that without a clone mim finds the model zoo (whose metafiles point at
+docs/model_zoo.md) and configs inherit ours as ``mmrmt::rmt/...py``.
 The files are copied into the build folder only: the source tree is left as
 it is, and an editable install reads them where they are.
 """
@@ -27,7 +28,7 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).parent
 
 #: Top-level files and folders shipped in ``mmrmt/.mim/``.
-MIM_FILES = ('configs', 'demo', 'tools', 'model-index.yml')
+MIM_FILES = ('configs', 'demo', 'docs', 'tools', 'model-index.yml')
 
 
 class BuildPyWithMim(build_py):
