@@ -48,10 +48,13 @@ def test_an_unknown_name_is_one_line_naming_the_form(tmp_path, name):
 
 
 def test_before_import_mmrmt_mmengine_refuses_it(tmp_path):
-    """What docs/get_started.md tells users of mmdet's / mmseg's own train.py."""
+    """What docs/get_started.md tells users of mmdet's / mmseg's own train.py: the
+    bases are read before the config's custom_imports are imported."""
+    config = tmp_path / 'my_config.py'
+    config.write_text(f"_base_ = 'mmrmt::{ZOO_CONFIG}'\ncustom_imports = dict(imports=['mmrmt'])\n")
     script = 'import sys\nfrom mmengine.config import Config\nConfig.fromfile(sys.argv[1])\n'
-    result = subprocess.run([sys.executable, '-c', script, user_config(tmp_path, f'mmrmt::{ZOO_CONFIG}')],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, '-c', script, str(config)], capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1] == (
         'AssertionError: mmengine does not support to load mmrmt config.')
