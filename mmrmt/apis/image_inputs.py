@@ -96,7 +96,7 @@ def read_image_sizes(images: Sequence[Path]) -> Tuple[Dict[Path, Tuple[int, int]
     return sizes, problems
 
 
-def test_resize_steps(cfg: Config) -> List[dict]:
+def pipeline_resize_steps(cfg: Config) -> List[dict]:
     """The ``Resize`` steps (mmcv's, mmdet's, mmseg's) of the config's test pipeline,
     which the inferencers run on every image."""
     pipeline = cfg.get('test_dataloader', {}).get('dataset', {}).get('pipeline', [])
@@ -127,7 +127,7 @@ def check_test_scale(cfg: Config, sizes: Dict[Path, Tuple[int, int]]) -> None:
     """
     for image, (height, width) in sizes.items():
         new_width, new_height = width, height
-        for step in test_resize_steps(cfg):
+        for step in pipeline_resize_steps(cfg):
             new_width, new_height = resized(new_width, new_height, step)
         if min(new_width, new_height) < 1:
             raise PreflightError(
