@@ -73,10 +73,10 @@ def test_model_index_imports_every_metafile_and_names_existing_configs():
     assert not missing, f'metafile entries without a config: {missing}'
 
 
-def test_wheel_carries_configs_tools_and_model_index(wheel):
+def test_wheel_carries_configs_tools_docs_and_model_index(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = sorted(name for name in repository_files()
-                     if name.startswith(('configs/', 'tools/', 'demo/')) or name == 'model-index.yml')
+                     if name.startswith(('configs/', 'tools/', 'demo/', 'docs/')) or name == 'model-index.yml')
     absent = [name for name in shipped if MIM + name not in names]
     assert not absent, f'missing from the wheel: {absent}'
     assert all(MIM + config in names for config in model_index_configs())
