@@ -80,7 +80,7 @@ def own_last_checkpoint(work_dir: str,
     folder = checkpoint_folder(work_dir, out_dir)
     if recorded is None or is_inside(recorded, folder):
         return recorded, None
-    record_file = osp.join(work_dir, 'last_checkpoint')
+    record_file = osp.join(osp.abspath(work_dir), 'last_checkpoint')
     own = moved_into(recorded, folder)
     if not (is_remote(own) or osp.isfile(own)):
         raise ForeignCheckpointError(
