@@ -65,7 +65,8 @@ class OwnWorkDirRunner(Runner):
                     self.work_dir, checkpoint_out_dir(self.cfg))
             except ForeignCheckpointError as error:
                 self._exit_with(str(error))
-            self._notes += [moved] if moved else []
+            if moved:
+                self._note(moved)
 
     def build_logger(self, *args, **kwargs) -> MMLogger:
         """mmengine's logger, its first lines telling of a lock taken over from an ended
@@ -115,10 +116,12 @@ class OwnWorkDirRunner(Runner):
                 self._work_dir_lock.acquire()
             except WorkDirBusyError as error:
                 refusal = [str(error)]
+            except OSError as error:  # e.g. a read-only work dir: every rank must learn it
+                refusal = [f'cannot create {self._work_dir_lock.path}: {error.strerror}']
             stale = self._work_dir_lock.taken_over
             if stale is not None:
-                self._notes.append(f'took over {self._work_dir_lock.path}: the run that held '
-                                   f'it ({stale.describe()}) no longer exists')
+                self._note(f'took over {self._work_dir_lock.path}: the run that held it '
+                           f'({stale.describe()}) no longer exists')
         broadcast_object_list(refusal)
         if refusal[0] is not None:
             self._exit_with(refusal[0])
@@ -128,6 +131,14 @@ class OwnWorkDirRunner(Runner):
         if self._work_dir_lock is not None:
             self._work_dir_lock.release()
         self._holds_work_dir = False
+
+    def _note(self, message: str) -> None:
+        """A warning for the log; kept until the logger exists."""
+        logger = getattr(self, 'logger', None)
+        if logger is None:
+            self._notes.append(message)
+        else:
+            logger.warning(message)
 
     def _exit_with(self, message: str) -> NoReturn:
         """End this process with status 1; rank 0 prints ``error: <message>``."""
