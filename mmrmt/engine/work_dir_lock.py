@@ -78,6 +78,8 @@ class RunRecord:
         """
         if self.host != socket.gethostname():
             return True
+        if self.pid <= 0:  # no process's id (and os.kill would address a group)
+            return False
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -193,8 +195,12 @@ class WorkDirLock:
             descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             return False
-        with os.fdopen(descriptor, 'w') as lock_file:
-            lock_file.write(json.dumps(asdict(self.record)))
+        try:
+            with os.fdopen(descriptor, 'w') as lock_file:
+                lock_file.write(json.dumps(asdict(self.record)))
+        except OSError:  # e.g. a full disk: leave no lock naming no run
+            os.unlink(self.path)
+            raise
         return True
 
     def _remove_stale(self, holder: RunRecord) -> bool:
