@@ -22,11 +22,13 @@ from typing import Optional, Tuple
 import torch
 from mmengine.config import Config
 
+from mmrmt.engine.own_checkpoint import checkpoint_out_dir
 from mmrmt.utils import (PreflightError, add_resume_rng_hook, build_runner, check_dataloader_paths,
                          check_evaluator_files, check_pretrained_checkpoints, check_run_checkpoint,
                          check_writable, exit_on_preflight_error, latest_checkpoint,
                          load_run_config, parse_launch_args, run_phase)
 from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
+from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 
 # mmengine's imports trigger setuptools' pkg_resources deprecation notice
 warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
@@ -42,7 +44,8 @@ def parse_args() -> argparse.Namespace:
         'checkpoint in the work dir')
     parser.add_argument(
         '--amp', action='store_true',
-        help='automatic mixed precision (float16 with dynamic loss scaling; needs CUDA)')
+        help="automatic mixed precision (float16; needs CUDA) with the config's amp_loss_scale: "
+        "a number for a static loss scale, 'dynamic' (the default) for dynamic loss scaling")
     parser.add_argument(
         '--auto-scale-lr', action='store_true',
         help='scale the learning rate by the batch size of the run over the '
@@ -60,7 +63,7 @@ def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[s
     if resume is None and cfg.get('resume'):  # asked for by the config itself
         resume = cfg.get('load_from') or 'auto'
     if resume == 'auto':
-        resume = latest_checkpoint(cfg.work_dir)
+        resume = latest_checkpoint(cfg.work_dir, checkpoint_out_dir(cfg))
     if resume is not None:
         cfg.resume, cfg.load_from = True, resume
         return resume, '--resume checkpoint'
@@ -73,11 +76,12 @@ def main() -> None:
     args = parse_args()
     with exit_on_preflight_error():
         cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
+        check_work_dir_unused(cfg.work_dir)
         if args.amp:
             if not torch.cuda.is_available():
                 raise PreflightError('--amp needs a CUDA device; train without --amp on the CPU')
             cfg.optim_wrapper.type = 'AmpOptimWrapper'
-            cfg.optim_wrapper.loss_scale = 'dynamic'
+            cfg.optim_wrapper.loss_scale = cfg.get('amp_loss_scale', 'dynamic')
         if args.auto_scale_lr:
             enable_auto_scale_lr(cfg)
         check_writable(cfg.work_dir, '--work-dir', is_dir=True)
@@ -93,6 +97,7 @@ def main() -> None:
         check_dataloader_paths(cfg, loaders)
         check_evaluator_files(cfg, evaluators)
     add_resume_rng_hook(cfg)
+    use_own_work_dir_runner(cfg)
     run_phase(build_runner(cfg), 'train')
 
 
