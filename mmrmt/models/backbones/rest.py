@@ -23,6 +23,7 @@ from ..layers import is_exporting
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone
+from .rest_attention import mixed_head_attention
 
 
 class PixelAttention(nn.Module):
@@ -151,18 +152,21 @@ class EfficientMultiHeadAttention(nn.Module):
             self.transform_conv = nn.Conv2d(num_heads, num_heads, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """EMSA of channels-last (B, h, w, C) ``x``."""
         batch, height, width, channels = x.shape
-        q = self.q(x).reshape(batch, height * width, self.num_heads, -1).transpose(1, 2)
-        if self.sr_ratio > 1:
-            x = self.sr_norm(self.sr(x.permute(0, 3, 1, 2).contiguous()).flatten(2).transpose(1, 2))
-        # (2, B, heads, N', head_dims): keys first, then values.
-        k, v = self.kv(x).reshape(batch, -1, 2, self.num_heads, q.shape[-1]).permute(2, 0, 3, 1, 4)
+        q = self.q(x).view(batch, height * width, self.num_heads, -1)
+        if self.sr_ratio > 1:  # the conv reads and writes channels-last memory
+            x = self.sr_norm(self.sr(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1).reshape(batch, -1, channels))
+        k, v = self.kv(x).view(batch, -1, 2, self.num_heads, q.shape[-1]).unbind(2)  # each (B, N', n, d)
         if self.num_heads == 1:
-            out = F.scaled_dot_product_attention(q, k, v)
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+            out = out.transpose(1, 2)
+        elif is_exporting() or torch.jit.is_tracing():  # plain ops: ONNX's, and countable
+            scores = self.transform_conv((q.transpose(1, 2) @ k.permute(0, 2, 3, 1)) * self.scale)
+            out = (softmax_instance_norm(scores) @ v.transpose(1, 2)).transpose(1, 2)
         else:
-            scores = self.transform_conv((q @ k.transpose(-2, -1)) * self.scale)
-            out = softmax_instance_norm(scores) @ v
-        return self.proj(out.transpose(1, 2).reshape(batch, height, width, channels))
+            out = mixed_head_attention(q, k, v, self.transform_conv.weight, self.transform_conv.bias, self.scale)
+        return self.proj(out.reshape(batch, height, width, channels))
 
 
 class ResTBlock(nn.Module):
