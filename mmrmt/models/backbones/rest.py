@@ -19,11 +19,17 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import is_exporting
+from ..layers import is_exporting, norm_then_project
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone
 from .rest_attention import mixed_head_attention
+from .rest_mlp import gelu_projection
+
+
+#: CPU inference runs ResT on a few images at a time, so that stage 1's MLP
+#: hidden map of a chunk stays under this many bytes (see :meth:`ResT.forward`).
+INFERENCE_CHUNK_BYTES = 8 * 2**20
 
 
 class PixelAttention(nn.Module):
@@ -190,8 +196,18 @@ class ResTBlock(nn.Module):
         self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.drop_path(self.attn(self.norm1(x)))
-        return x + self.drop_path(self.mlp(self.norm2(x)))
+        """The block on channels-last (B, h, w, C) ``x``.
+
+        The MLP keeps only its fc1 input (not the norm's output) and fc1 output
+        for backward (see :func:`.rest_mlp.gelu_projection`); without
+        autograd the residual sums are written into the branch outputs.
+        """
+        grad = torch.is_grad_enabled()
+        branch = self.drop_path(self.attn(self.norm1(x)))
+        x = x + branch if grad else branch.add_(x)
+        hidden, = norm_then_project(x, self.norm2, [(self.mlp.fc1.weight, self.mlp.fc1.bias)])
+        branch = self.drop_path(gelu_projection(hidden, self.mlp.fc2.weight, self.mlp.fc2.bias))
+        return x + branch if grad else branch.add_(x)
 
 
 @register_backbone
@@ -308,7 +324,27 @@ class ResT(PyramidBackbone):
                 nn.init.zeros_(module.bias)
 
     def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        """The emitted stages of (B, C, H, W) images, each (B, C_i, h_i, w_i).
+
+        CPU inference in eval mode (BatchNorm on running statistics, so every
+        image on its own) runs a few images at a time, so that the largest
+        map of a chunk (stage 1's MLP hidden) stays under
+        :data:`INFERENCE_CHUNK_BYTES`: large fresh tensors cost page faults
+        on every allocation, small ones come back from the heap warm in cache.
+        """
         self.check_input(x)
+        if (self.training or torch.is_grad_enabled() or x.device.type != 'cpu' or is_exporting()
+                or torch.jit.is_tracing()):
+            return self._forward(x)
+        hidden_bytes = self.stage(0)[0].mlp.fc1.out_features if len(self.stage(0)) else self.embed_dims[0]
+        hidden_bytes *= -(-x.shape[2] // 4) * -(-x.shape[3] // 4) * x.element_size()
+        step = max(1, INFERENCE_CHUNK_BYTES // hidden_bytes)
+        if step >= x.shape[0]:
+            return self._forward(x)
+        parts = [self._forward(part) for part in x.split(step)]
+        return tuple(torch.cat(stage_outs) for stage_outs in zip(*parts))
+
+    def _forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         outs = []
         for i in range(self.out_indices[-1] + 1):
             x = self.patch_embed(i)(x).permute(0, 2, 3, 1)  # (B, h, w, C)

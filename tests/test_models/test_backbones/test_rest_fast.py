@@ -186,7 +186,7 @@ def test_backbone_in_float32_is_as_close_to_float64_as_float32_allows():
     assert max(errors.values()) < 1e-4, max(errors.items(), key=lambda item: item[1])
 
 
-def test_backbone_inference_chunks_give_the_same_outputs(monkeypatch):
+def test_backbone_attention_row_chunks_give_the_same_outputs(monkeypatch):
     model, _ = build_pair()
     model.eval()
     image = torch.randn(3, 3, 64, 64)
@@ -205,3 +205,20 @@ def test_backbone_trains_under_bfloat16_autocast():
     sum(out.float().square().mean() for out in outputs).backward()
     assert all(p.grad is not None and p.grad.dtype == torch.float32 and torch.isfinite(p.grad).all()
                for p in model.parameters())
+
+
+def test_cpu_inference_runs_a_few_images_at_a_time_with_the_same_outputs(monkeypatch):
+    from mmrmt.models.backbones import rest
+    model, _ = build_pair()
+    model.eval()
+    image = torch.randn(5, 3, 64, 64)
+    with torch.no_grad():
+        whole = model(image)
+        # stage 1's MLP hidden map of one 64x64 image: 16 x 16 x 32 floats
+        monkeypatch.setattr(rest, 'INFERENCE_CHUNK_BYTES', 2 * 16 * 16 * 32 * 4)
+        calls = []
+        monkeypatch.setattr(model, '_forward', lambda part, run=model._forward: calls.append(len(part)) or run(part))
+        chunked = model(image)
+    assert calls == [2, 2, 1]
+    for a, b in zip(whole, chunked):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
