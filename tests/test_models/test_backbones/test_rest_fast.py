@@ -186,18 +186,6 @@ def test_backbone_in_float32_is_as_close_to_float64_as_float32_allows():
     assert max(errors.values()) < 1e-4, max(errors.items(), key=lambda item: item[1])
 
 
-def test_backbone_attention_row_chunks_give_the_same_outputs(monkeypatch):
-    model, _ = build_pair()
-    model.eval()
-    image = torch.randn(3, 3, 64, 64)
-    with torch.no_grad():
-        whole = model(image)
-        monkeypatch.setattr(rest_attention, 'ROW_CHUNK_BYTES', 1)
-        chunked = model(image)
-    for a, b in zip(whole, chunked):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
-
-
 def test_backbone_trains_under_bfloat16_autocast():
     model, _ = build_pair()
     with torch.autocast('cpu', dtype=torch.bfloat16):
@@ -207,18 +195,22 @@ def test_backbone_trains_under_bfloat16_autocast():
                for p in model.parameters())
 
 
-def test_cpu_inference_runs_a_few_images_at_a_time_with_the_same_outputs(monkeypatch):
+@pytest.mark.parametrize('chunks', ['images', 'attention rows'])
+def test_cpu_inference_in_chunks_gives_the_same_outputs(monkeypatch, chunks):
+    """Eval inference on a few images at a time (ResT.forward), attention on a few rows at a time."""
     from mmrmt.models.backbones import rest
     model, _ = build_pair()
     model.eval()
     image = torch.randn(5, 3, 64, 64)
+    calls = []
     with torch.no_grad():
         whole = model(image)
-        # stage 1's MLP hidden map of one 64x64 image: 16 x 16 x 32 floats
-        monkeypatch.setattr(rest, 'INFERENCE_CHUNK_BYTES', 2 * 16 * 16 * 32 * 4)
-        calls = []
-        monkeypatch.setattr(model, '_forward', lambda part, run=model._forward: calls.append(len(part)) or run(part))
+        if chunks == 'images':  # stage 1's MLP hidden map of one 64x64 image: 16 x 16 x 32 floats
+            monkeypatch.setattr(rest, 'INFERENCE_CHUNK_BYTES', 2 * 16 * 16 * 32 * 4)
+            monkeypatch.setattr(model, '_forward', lambda part, run=model._forward: calls.append(len(part)) or run(part))
+        else:
+            monkeypatch.setattr(rest_attention, 'ROW_CHUNK_BYTES', 1)
         chunked = model(image)
-    assert calls == [2, 2, 1]
+    assert calls == ([2, 2, 1] if chunks == 'images' else [])
     for a, b in zip(whole, chunked):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
