@@ -207,7 +207,8 @@ def test_cpu_inference_in_chunks_gives_the_same_outputs(monkeypatch, chunks):
         whole = model(image)
         if chunks == 'images':  # stage 1's MLP hidden map of one 64x64 image: 16 x 16 x 32 floats
             monkeypatch.setattr(rest, 'INFERENCE_CHUNK_BYTES', 2 * 16 * 16 * 32 * 4)
-            monkeypatch.setattr(model, '_forward', lambda part, run=model._forward: calls.append(len(part)) or run(part))
+            monkeypatch.setattr(model, '_forward',
+                                lambda part, run=model._forward: calls.append(len(part)) or run(part))
         else:
             monkeypatch.setattr(rest_attention, 'ROW_CHUNK_BYTES', 1)
         chunked = model(image)
