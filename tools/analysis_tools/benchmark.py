@@ -51,7 +51,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         '(predict for infer, loss + backward for train)')
     parser.add_argument('--backbone', help="a backbone as TYPE-ARCH, e.g. 'rmt-t', 'rest-lite'")
     parser.add_argument('--impl', nargs='+', default=[None],
-                        help="values of the backbone's attn_impl to compare, e.g. 'fast reference' "
+                        help="values of the backbone's impl to compare, e.g. 'fast reference' "
                              "(default: the backbone's default, no comparison)")
     parser.add_argument('--batch', type=int, default=1)
     parser.add_argument('--shape', type=int, nargs=2, default=(224, 224), metavar=('H', 'W'))
@@ -92,7 +92,7 @@ def contenders(args: argparse.Namespace) -> List[Optional[str]]:
 
 
 # --- worker side --------------------------------------------------------------------
-def build_backbone(name: str, attn_impl: Optional[str]) -> torch.nn.Module:
+def build_backbone(name: str, impl: Optional[str]) -> torch.nn.Module:
     import mmrmt  # noqa: F401  (registers the backbones)
     from mmdet.registry import MODELS
     backbone, _, arch = name.lower().partition('-')
@@ -100,20 +100,20 @@ def build_backbone(name: str, attn_impl: Optional[str]) -> torch.nn.Module:
         raise ValueError(f'--backbone must be TYPE-ARCH with TYPE in {sorted(BACKBONE_TYPES)}, '
                          f'e.g. rmt-t; got {name!r}.')
     cfg = dict(type=BACKBONE_TYPES[backbone], arch=arch)
-    if attn_impl is not None:
-        cfg['attn_impl'] = attn_impl
+    if impl is not None:
+        cfg['impl'] = impl
     return MODELS.build(cfg)
 
 
-def build_whole_model(config: str, attn_impl: Optional[str]) -> Tuple[torch.nn.Module, str]:
+def build_whole_model(config: str, impl: Optional[str]) -> Tuple[torch.nn.Module, str]:
     from mmengine.config import Config
     from mmengine.registry import init_default_scope
     cfg = Config.fromfile(config)
     scope = cfg.get('default_scope', 'mmdet')
     init_default_scope(scope)
     import mmrmt  # noqa: F401
-    if attn_impl is not None:
-        cfg.model.backbone.attn_impl = attn_impl
+    if impl is not None:
+        cfg.model.backbone.impl = impl
     cfg.model.backbone.pop('init_cfg', None)  # random weights: no download, same speed
     if scope == 'mmdet':
         from mmdet.registry import MODELS
