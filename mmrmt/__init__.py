@@ -8,11 +8,15 @@ does, whatever launcher reads the config):
 * lets torch's weights-only loading accept mmengine checkpoints (see
   :func:`~mmrmt.utils.allow_mmengine_checkpoints`), so ``--resume`` works
   under torch >= 2.6 without turning the safety off.
+
+RMT's Manhattan self-attention, as a module for any network, is
+:class:`~mmrmt.models.ManhattanSelfAttention2d`, also importable from here.
 """
 from .version import __version__
 from . import engine, models  # noqa: F401  (register the hook and the backbones)
+from .models import ManhattanSelfAttention2d
 from .utils import allow_mmengine_checkpoints
 
 allow_mmengine_checkpoints()
 
-__all__ = ['__version__']
+__all__ = ['ManhattanSelfAttention2d', '__version__']

@@ -12,8 +12,9 @@ Beside it, the fast forms (subclasses with the same parameters, so the same
 state dict) and their autograd helpers: :mod:`.fast_relative_position`,
 :mod:`.fast_attention`, :mod:`.fast_ffn`, :mod:`.fast_block`,
 :mod:`.norm_projection`. :mod:`.implementations` picks one of the two by the
-``impl`` argument.
+``impl`` argument; :mod:`.masa_2d` is MaSA as a module for any network.
 """
 from .backbone import RMT
+from .masa_2d import ManhattanSelfAttention2d
 
-__all__ = ['RMT']
+__all__ = ['ManhattanSelfAttention2d', 'RMT']
