@@ -114,4 +114,4 @@ class RMTStage(nn.Module):
         """The stage's output and, if it downsamples, the next stage's input (channels-last)."""
         for block in self.blocks:
             x = call_block(block, x, self.Relpos, with_cp=self.with_cp)
-        return x, None if self.downsample is None else self.downsample(x)
+        return x, (None if self.downsample is None else self.downsample(x))
