@@ -25,6 +25,37 @@ def decayed_softmax(q: torch.Tensor, k: torch.Tensor, log_decay: torch.Tensor) -
     return torch.softmax(q @ k.transpose(-1, -2) + log_decay, dim=-1)
 
 
+def full_weights(q: torch.Tensor, k: torch.Tensor, decay_2d: torch.Tensor) -> torch.Tensor:
+    """(B, n, hw, hw) attention over all tokens of (B, n, h, w, d) ``q`` and ``k``."""
+    batch, heads, height, width, dims = q.shape
+    return decayed_softmax(q.reshape(batch, heads, height * width, dims),
+                           k.reshape(batch, heads, height * width, dims), decay_2d)
+
+
+def row_weights(q: torch.Tensor, k: torch.Tensor, decay_w: torch.Tensor) -> torch.Tensor:
+    """(B, h, n, w, w) attention along each row of (B, n, h, w, d) ``q`` and ``k``."""
+    return decayed_softmax(q.transpose(1, 2), k.transpose(1, 2), decay_w)
+
+
+def column_weights(q: torch.Tensor, k: torch.Tensor, decay_h: torch.Tensor) -> torch.Tensor:
+    """(B, w, n, h, h) attention along each column of (B, n, h, w, d) ``q`` and ``k``."""
+    return decayed_softmax(q.permute(0, 3, 1, 2, 4), k.permute(0, 3, 1, 2, 4), decay_h)
+
+
+def full_masa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay_2d: torch.Tensor) -> torch.Tensor:
+    """MaSA over all tokens of (B, n, h, w, d) ``q``, ``k``, ``v``; same shape."""
+    batch, heads, height, width, dims = v.shape
+    out = full_weights(q, k, decay_2d) @ v.reshape(batch, heads, height * width, dims)
+    return out.view(batch, heads, height, width, dims)
+
+
+def decomposed_masa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay_h: torch.Tensor,
+                    decay_w: torch.Tensor) -> torch.Tensor:
+    """MaSA along rows, then along columns of the row pass's output; (B, n, h, w, d) in and out."""
+    v = (row_weights(q, k, decay_w) @ v.transpose(1, 2)).permute(0, 3, 2, 1, 4)  # (B, w, n, h, d)
+    return (column_weights(q, k, decay_h) @ v).permute(0, 2, 3, 1, 4)
+
+
 class LocalContextEnhancement(ChannelsLastDWConv):
     """LCE: a depthwise conv of v, added to MaSA's output (upstream ``lepe``).
 
@@ -68,41 +99,33 @@ class ManhattanSelfAttention(nn.Module):
     def forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
         """MaSA(x) + LCE(v) through the output projection, for (B, h, w, C) ``x``."""
         batch, height, width, channels = x.shape
-        v = self.v_proj(x)
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
         context = self.lepe(v)
-        out = self.attend(self.attention_weights(x, relpos), self.split_heads(v))
+        q, k = self.rotate(q, k * self.scale, relpos)
+        v = self.split_heads(v)
+        if self.decomposed:
+            out = decomposed_masa(q, k, v, relpos.decay_1d(height), relpos.decay_1d(width))
+        else:
+            out = full_masa(q, k, v, relpos.decay_2d(height, width))
         return self.out_proj(out.permute(0, 2, 3, 1, 4).reshape(batch, height, width, channels) + context)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, h, w, C) to (B, n, h, w, d)."""
         return x.view(*x.shape[:3], self.num_heads, -1).permute(0, 3, 1, 2, 4)
 
-    def rotated_qk(self, x: torch.Tensor, relpos: ManhattanRelPos) -> Tuple[torch.Tensor, torch.Tensor]:
-        """q and k / sqrt(d) of (B, h, w, C) ``x``, rotated, each (B, n, h, w, d)."""
-        sin, cos = relpos.rotary(*x.shape[1:3])
-        q = apply_rotary(self.split_heads(self.q_proj(x)), sin, cos)
-        k = apply_rotary(self.split_heads(self.k_proj(x) * self.scale), sin, cos)
-        return q, k
+    def rotate(self, q: torch.Tensor, k: torch.Tensor,
+               relpos: ManhattanRelPos) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(B, h, w, C) ``q`` and ``k`` split into heads and rotated, each (B, n, h, w, d)."""
+        sin, cos = relpos.rotary(*q.shape[1:3])
+        return apply_rotary(self.split_heads(q), sin, cos), apply_rotary(self.split_heads(k), sin, cos)
 
     def attention_weights(self, x: torch.Tensor,
                           relpos: ManhattanRelPos) -> Union[torch.Tensor, DecomposedWeights]:
-        """The maps MaSA weighs v by: full, (B, n, hw, hw); decomposed, :class:`DecomposedWeights`."""
-        q, k = self.rotated_qk(x, relpos)
-        batch, heads, height, width, dims = q.shape
+        """The maps MaSA weighs v by for (B, h, w, C) ``x``: full, (B, n, hw, hw);
+        decomposed, :class:`DecomposedWeights`."""
+        height, width = x.shape[1:3]
+        q, k = self.rotate(self.q_proj(x), self.k_proj(x) * self.scale, relpos)
         if self.decomposed:
-            rows = decayed_softmax(q.transpose(1, 2), k.transpose(1, 2), relpos.decay_1d(width))
-            columns = decayed_softmax(q.permute(0, 3, 1, 2, 4), k.permute(0, 3, 1, 2, 4),
-                                      relpos.decay_1d(height))
-            return DecomposedWeights(rows, columns)
-        q, k = (t.reshape(batch, heads, height * width, dims) for t in (q, k))
-        return decayed_softmax(q, k, relpos.decay_2d(height, width))
-
-    @staticmethod
-    def attend(weights: Union[torch.Tensor, DecomposedWeights], v: torch.Tensor) -> torch.Tensor:
-        """(B, n, h, w, d) ``v`` weighed by :meth:`attention_weights`, same shape."""
-        if isinstance(weights, DecomposedWeights):
-            v = (weights.rows @ v.transpose(1, 2)).permute(0, 3, 2, 1, 4)  # (B, w, n, h, d)
-            return (weights.columns @ v).permute(0, 2, 3, 1, 4)
-        batch, heads, height, width, dims = v.shape
-        out = weights @ v.reshape(batch, heads, height * width, dims)
-        return out.view(batch, heads, height, width, dims)
+            return DecomposedWeights(row_weights(q, k, relpos.decay_1d(width)),
+                                     column_weights(q, k, relpos.decay_1d(height)))
+        return full_weights(q, k, relpos.decay_2d(height, width))

@@ -1,4 +1,5 @@
 """RMT: Retentive Networks Meet Vision Transformers, as a dense-prediction backbone."""
+from functools import partial
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -152,7 +153,7 @@ class RMT(PyramidBackbone):
         x = self.patch_embed.proj(x).permute(0, 2, 3, 1)  # (B, h, w, C)
         outs = []
         for i, stage in enumerate(self.layers):
-            out, x = stage(x)
-            if i in self.out_indices:
-                outs.append(self.emit(i, out))
+            out, x = stage(x, partial(self.emit, i) if i in self.out_indices else None)
+            if out is not None:
+                outs.append(out)
         return tuple(outs)

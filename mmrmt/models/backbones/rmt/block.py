@@ -1,5 +1,5 @@
 """RMT's block and stage, as the paper writes them."""
-from typing import Optional, Sequence, Tuple, Type
+from typing import Callable, Optional, Sequence, Tuple, Type
 
 import torch
 from mmcv.cnn import build_norm_layer
@@ -110,8 +110,17 @@ class RMTStage(nn.Module):
         self.downsample = (ConvDownsample(embed_dims, out_channels, norm_cfg)
                            if out_channels is not None else None)
 
-    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """The stage's output and, if it downsamples, the next stage's input (channels-last)."""
+    def forward(self, x: torch.Tensor, emit: Optional[Callable[[torch.Tensor], torch.Tensor]] = None
+                ) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
+        """The blocks, then the downsampling, on channels-last (B, h, w, C) ``x``.
+
+        Returns ``emit`` of the blocks' output (None without ``emit``: the
+        backbone emits only its ``out_indices``) and the next stage's input
+        (None after the last stage). The output is emitted before it is
+        downsampled, as upstream: backward then sums the output's two
+        gradients in the same order, and so gives the same bits.
+        """
         for block in self.blocks:
             x = call_block(block, x, self.Relpos, with_cp=self.with_cp)
-        return x, (None if self.downsample is None else self.downsample(x))
+        out = None if emit is None else emit(x)
+        return out, (None if self.downsample is None else self.downsample(x))
