@@ -2,6 +2,7 @@
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import torch.nn.functional as F
 from mmengine.analysis import FlopAnalyzer
@@ -50,7 +51,7 @@ def test_detector_and_backbone_counts():
 
 
 def test_segmentor_count_and_command_line(capsys):
-    get_flops.main([str(REPO / 'configs/rmt/fpn_rmt-t_4xb4-80k_ade20k-512x512.py'), '--shape', '64'])
+    get_flops.main([str(REPO / 'configs/rmt/fpn_rmt-t_8xb2-80k_ade20k-512x512.py'), '--shape', '64'])
     out = capsys.readouterr().out
     assert 'input 1x3x64x64' in out and 'params: 17.03 M' in out and 'in products of two activations' in out
 
@@ -76,3 +77,15 @@ def test_fast_and_reference_paths_count_the_same_flops():
         impl_cfg.model.backbone.impl = impl
         counts[impl] = get_flops.complexity(impl_cfg, (64, 96), backbone_only=True)
     assert counts['fast'] == counts['reference']
+
+
+def test_an_input_too_large_to_count_is_one_line_before_the_model(tmp_path, capsys):
+    config = str(REPO / 'configs/rmt/retinanet_rmt-t_fpn_1x_coco.py')
+    for shape in (['20000', '20000'], ['4097', '64'], ['2100', '2100']):
+        with pytest.raises(SystemExit) as info:
+            get_flops.main([config, '--shape', *shape])
+        assert info.value.code == (f'error: --shape {shape[0]} {shape[1]} is too large to count: at most 4096 '
+                                   'pixels a side and 4,194,304 pixels in all (the model runs on the CPU and '
+                                   'its attention memory grows with the square of the pixels)')
+    assert capsys.readouterr().out == ''
+    get_flops.check_shape(4096, 1024)  # the bound itself is counted

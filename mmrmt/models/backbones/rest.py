@@ -113,11 +113,17 @@ def softmax_instance_norm(scores: torch.Tensor, eps: float = 1e-5) -> torch.Tens
     ResT-Lite's float32 features (initialised weights, 224x320) differed from
     float64 by 1.4e-4 of their largest value, onnxruntime's (whose ReduceMean
     rounds a mean of 1e5 elements far more) by 8e-2; both now by 2e-6.
+
+    Half-precision scores (under autocast) are normalised in float32, as
+    autocast runs softmax and norms: in float16 the squared deviations
+    underflow and the gradient of ``rsqrt(... + eps)`` overflows to inf.
     """
+    dtype = scores.dtype
+    scores = scores.to(torch.promote_types(dtype, torch.float32))
     shifted = expm1(scores - scores.amax(dim=-1, keepdim=True))
     row_mean = shifted.mean(dim=-1, keepdim=True)
     centred = (shifted - row_mean) / ((1 + row_mean) * scores.shape[-1])
-    return centred * torch.rsqrt(centred.square().mean(dim=(-2, -1), keepdim=True) + eps)
+    return (centred * torch.rsqrt(centred.square().mean(dim=(-2, -1), keepdim=True) + eps)).to(dtype)
 
 
 class EfficientMultiHeadAttention(nn.Module):
@@ -220,6 +226,8 @@ class ResT(PyramidBackbone):
         with_cp (bool): Activation checkpointing per block. Defaults to False.
         init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
             to load an upstream ImageNet checkpoint.
+        pretrained (str, optional): Deprecated (mmseg passes its
+            ``model.pretrained`` here): see :class:`PyramidBackbone`.
     """
 
     arch_zoo: Dict[str, dict] = {
@@ -248,14 +256,15 @@ class ResT(PyramidBackbone):
                  norm_eval: bool = False,
                  norm_cfg: dict = dict(type='BN'),
                  with_cp: bool = False,
-                 init_cfg: Optional[dict] = None) -> None:
+                 init_cfg: Optional[dict] = None,
+                 pretrained: Optional[str] = None) -> None:
         settings = resolve_arch(arch, self.arch_zoo, 'ResT', per_stage=self.per_stage_args,
                                 optional=self.optional_arch_args)
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
         if drop_path_rate is None:
             drop_path_rate = settings.get('drop_path_rate', 0.1)
         super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
-                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg)
+                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg, pretrained=pretrained)
         check_heads_divide_dims(dims, heads, 'ResT')
         check_arg('ResT', "arch['embed_dims'][0]", dims[0],
                   ArgKind(INT, lambda channels: channels >= 2, "an int >= 2 (the stem's hidden convs have half)"))
