@@ -10,13 +10,17 @@ does, whatever launcher reads the config):
   under torch >= 2.6 without turning the safety off;
 * lets configs inherit ours as ``_base_ = 'mmrmt::rmt/...py'`` (see
   :mod:`mmrmt.config_bases`).
+
+RMT's Manhattan self-attention, as a module for any network, is
+:class:`~mmrmt.models.ManhattanSelfAttention2d`, also importable from here.
 """
 from .version import __version__
 from . import engine, models  # noqa: F401  (register the hook and the backbones)
 from .config_bases import enable_mmrmt_bases
+from .models import ManhattanSelfAttention2d
 from .utils import allow_mmengine_checkpoints
 
 allow_mmengine_checkpoints()
 enable_mmrmt_bases()
 
-__all__ = ['__version__']
+__all__ = ['ManhattanSelfAttention2d', '__version__']

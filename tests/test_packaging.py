@@ -81,7 +81,7 @@ def test_wheel_carries_configs_tools_docs_and_model_index(wheel):
     assert not absent, f'missing from the wheel: {absent}'
     assert all(MIM + config in names for config in model_index_configs())
     assert not [name for name in names if '__pycache__' in name or name.endswith('.pyc')]
-    assert 'mmrmt/models/backbones/rmt.py' in names
+    assert 'mmrmt/models/backbones/rmt/backbone.py' in names
 
 
 def wheel_metadata(wheel: Path) -> email.message.Message:

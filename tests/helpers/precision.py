@@ -14,7 +14,7 @@ UNIT_ROUNDOFF = {torch.float16: 2. ** -11, torch.bfloat16: 2. ** -8}
 #: The tiny backbones, by name: RMT's two attention paths, ResT, ResMLP.
 TINY_BACKBONES = {
     'rmt-fast': lambda: RMT(RMT_TINY, drop_path_rate=0.),
-    'rmt-reference': lambda: RMT(RMT_TINY, drop_path_rate=0., attn_impl='reference'),
+    'rmt-reference': lambda: RMT(RMT_TINY, drop_path_rate=0., impl='reference'),
     'rest': lambda: ResT(REST_TINY, drop_path_rate=0.),
     'resmlp': lambda: ResMLP(RESMLP_TINY, drop_path_rate=0.),
 }

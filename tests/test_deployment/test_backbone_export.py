@@ -11,8 +11,8 @@ TRACED_SIZE = (64, 96)
 #: The traced size, a larger one and one that is not a multiple of 32.
 SIZES = (TRACED_SIZE, (128, 160), (75, 109))
 BACKBONES = {
-    'rmt-t-fast': dict(type='RMT', arch='t', attn_impl='fast'),
-    'rmt-t-reference': dict(type='RMT', arch='t', attn_impl='reference'),
+    'rmt-t-fast': dict(type='RMT', arch='t', impl='fast'),
+    'rmt-t-reference': dict(type='RMT', arch='t', impl='reference'),
     'rest-lite': dict(type='ResT', arch='lite'),
     'resmlp-12': dict(type='ResMLP', arch='12'),
 }

@@ -40,6 +40,6 @@ def test_bad_arguments_are_clear_errors():
     unknown = run_tool([TOOL, '--backbone', 'rmt-t', '--impl', 'flash', '--shape', '32', '32',
                         '--mode', 'infer', '--repeats', '1'])
     assert unknown.returncode != 0
-    assert "attn_impl must be one of ('fast', 'reference')" in unknown.stderr
+    assert "RMT: impl must be one of ('fast', 'reference')" in unknown.stderr
     bad_name = run_tool([TOOL, '--backbone', 'swin', '--mode', 'infer', '--repeats', '1'])
     assert bad_name.returncode != 0 and '--backbone must be TYPE-ARCH' in bad_name.stderr

@@ -74,7 +74,7 @@ def test_fast_and_reference_paths_count_the_same_flops():
     counts = {}
     for impl in ('fast', 'reference'):
         impl_cfg = cfg.copy()
-        impl_cfg.model.backbone.attn_impl = impl
+        impl_cfg.model.backbone.impl = impl
         counts[impl] = get_flops.complexity(impl_cfg, (64, 96), backbone_only=True)
     assert counts['fast'] == counts['reference']
 

@@ -54,13 +54,13 @@ def test_rmt_t_stage_picture_and_decay_values(image, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ['decay.png']
 
 
-@pytest.mark.parametrize('attn_impl', ['fast', 'reference'])
+@pytest.mark.parametrize('impl', ['fast', 'reference'])
 @pytest.mark.parametrize('stage', [1, 2], ids=['decomposed', 'full'])
-def test_attention_map_is_what_the_masa_applies(attn_impl, stage, image):
+def test_attention_map_is_what_the_masa_applies(impl, stage, image):
     """Weighting v by the map gives the MaSA's output at the query (before
     the LCE and the output projection), as the module computes it."""
     cfg = Config.fromfile(str(DET_CONFIG))
-    cfg.model.backbone.attn_impl = attn_impl
+    cfg.model.backbone.impl = impl
     model = visualize_decay.build_cpu_model(cfg)
     attention = model.backbone.layers[stage].blocks[0].retention
     assert attention.decomposed == (stage == 1)
@@ -84,7 +84,7 @@ def test_fast_and_reference_give_the_same_maps(image, tmp_path):
     torch.save({'state_dict': model.state_dict(), 'meta': {}}, weights)
     for stage in (1, 3):  # decomposed, full
         fast, reference = (run(DET_CONFIG, image, tmp_path / f'{impl}{stage}.png', '--weights', weights,
-                               '--stage', stage, '--cfg-options', f'model.backbone.attn_impl={impl}')
+                               '--stage', stage, '--cfg-options', f'model.backbone.impl={impl}')
                            for impl in ('fast', 'reference'))
         assert torch.allclose(fast.attention, reference.attention, atol=1e-6, rtol=1e-5)
         assert torch.equal(fast.decay, reference.decay)

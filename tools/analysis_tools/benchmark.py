@@ -62,7 +62,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         '(predict for infer, loss + backward for train)')
     parser.add_argument('--backbone', help="a backbone as TYPE-ARCH, e.g. 'rmt-t', 'rest-lite'")
     parser.add_argument('--impl', nargs='+', default=[None],
-                        help="values of the backbone's attn_impl to compare, e.g. 'fast reference' "
+                        help="values of the backbone's impl to compare, e.g. 'fast reference' "
                              "(default: the backbone's default, no comparison)")
     parser.add_argument('--batch', type=int, default=1)
     parser.add_argument('--shape', type=int, nargs=2, default=(224, 224), metavar=('H', 'W'))
@@ -140,10 +140,10 @@ def contenders(args: argparse.Namespace) -> List[Optional[str]]:
 
 
 # --- worker side --------------------------------------------------------------------
-def build_backbone(name: str, attn_impl: Optional[str], weights: Optional[str] = None) -> torch.nn.Module:
+def build_backbone(name: str, impl: Optional[str], weights: Optional[str] = None) -> torch.nn.Module:
     """The backbone TYPE-ARCH; ``weights``: an upstream-layout checkpoint it loads (random init otherwise).
 
-    ResT has one implementation: ``attn_impl`` 'fast' is it, 'reference' the
+    ResT has one implementation: ``impl`` 'fast' is it, 'reference' the
     step-by-step model of the tests.
     """
     import mmrmt  # noqa: F401  (registers the backbones)
@@ -153,17 +153,17 @@ def build_backbone(name: str, attn_impl: Optional[str], weights: Optional[str] =
         raise ValueError(f'--backbone must be TYPE-ARCH with TYPE in {sorted(BACKBONE_TYPES)}, '
                          f'e.g. rmt-t; got {name!r}.')
     cfg = dict(type=BACKBONE_TYPES[backbone], arch=arch)
-    if backbone == 'rest' and attn_impl == 'reference':
+    if backbone == 'rest' and impl == 'reference':
         sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'tests'))
         from helpers.rest_reference import ReferenceResT
         model = ReferenceResT(arch)
         if weights is not None:
             model.load_state_dict(torch.load(weights, weights_only=True)['model'], strict=False)
         return model
-    if backbone == 'rest' and attn_impl not in (None, 'fast'):
-        raise ValueError(f"--impl for ResT: 'fast' (the backbone) or 'reference', got {attn_impl!r}.")
-    if attn_impl is not None and backbone != 'rest':
-        cfg['attn_impl'] = attn_impl
+    if backbone == 'rest' and impl not in (None, 'fast'):
+        raise ValueError(f"--impl for ResT: 'fast' (the backbone) or 'reference', got {impl!r}.")
+    if impl is not None and backbone != 'rest':
+        cfg['impl'] = impl
     if weights is not None:
         cfg['init_cfg'] = dict(type='Pretrained', checkpoint=weights)
     model = MODELS.build(cfg)
@@ -186,15 +186,15 @@ def save_upstream_weights(args: argparse.Namespace, directory: str) -> str:
     return path
 
 
-def build_whole_model(config: str, attn_impl: Optional[str]) -> Tuple[torch.nn.Module, str]:
+def build_whole_model(config: str, impl: Optional[str]) -> Tuple[torch.nn.Module, str]:
     from mmengine.config import Config
     from mmengine.registry import init_default_scope
     cfg = Config.fromfile(config)
     scope = cfg.get('default_scope', 'mmdet')
     init_default_scope(scope)
     import mmrmt  # noqa: F401
-    if attn_impl is not None:
-        cfg.model.backbone.attn_impl = attn_impl
+    if impl is not None:
+        cfg.model.backbone.impl = impl
     cfg.model.backbone.pop('init_cfg', None)  # random weights: no download, same speed
     if scope == 'mmdet':
         from mmdet.registry import MODELS

@@ -40,7 +40,7 @@ from torch import nn
 from mmrmt.apis import read_image as read_image_file
 from mmrmt.checkpoint import extract_state_dict, read_checkpoint
 from mmrmt.models.backbones import RMT
-from mmrmt.models.backbones.rmt import apply_rotary
+from mmrmt.models.backbones.rmt.attention import DecomposedWeights
 from mmrmt.utils import PreflightError, check_new_file, read_config, replaced_atomically
 from mmrmt.utils.model_from_config import build_cpu_model
 
@@ -77,7 +77,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='longer image side fed to the backbone, in pixels (larger images are shrunk)')
     parser.add_argument('--force', action='store_true', help='replace an existing --out')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override config settings, e.g. model.backbone.attn_impl=reference')
+                        help='override config settings, e.g. model.backbone.impl=reference')
     return parser.parse_args(argv)
 
 
@@ -139,7 +139,11 @@ def image_tensor(image: np.ndarray, preprocessor: nn.Module) -> torch.Tensor:
 # --- the maps ----------------------------------------------------------------
 def capture_attention_input(backbone: RMT, inputs: torch.Tensor, stage: int,
                             block: int) -> torch.Tensor:
-    """The (1, h, w, C) normalised tokens the block's MaSA attends over."""
+    """The (1, h, w, C) normalised tokens the block's MaSA attends over.
+
+    The reference MaSA is called on them; the fast one on the block's tokens
+    and its pre-norm, which it fuses into its projections.
+    """
     captured = []
 
     def hook(module: nn.Module, args: tuple) -> None:
@@ -155,31 +159,22 @@ def capture_attention_input(backbone: RMT, inputs: torch.Tensor, stage: int,
     return captured[0]
 
 
-def manhattan_distance(height: int, width: int, query: Tuple[int, int]) -> torch.Tensor:
-    ys, xs = torch.arange(height)[:, None], torch.arange(width)[None, :]
-    return ((ys - query[0]).abs() + (xs - query[1]).abs()).float()
-
-
 def query_attention(attention: nn.Module, relpos: nn.Module, x: torch.Tensor,
                     query: Tuple[int, int]) -> torch.Tensor:
-    """(heads, h, w): the weight of every token in the query token's output."""
+    """(heads, h, w): the weight of every token in the query token's output.
+
+    Read from the maps the MaSA itself weighs v by (its ``attention_weights``,
+    shared by both implementations); for decomposed MaSA, the column pass's
+    weights at the query times each row pass's weights at the query's column.
+    """
     _, height, width, _ = x.shape
-    heads = attention.num_heads
-    sin, cos = relpos.rotary(height, width)
-    q = apply_rotary(attention.q_proj(x)[0].view(height, width, heads, -1).permute(2, 0, 1, 3), sin, cos)
-    k = apply_rotary((attention.k_proj(x)[0] * attention.scale).view(height, width, heads, -1)
-                     .permute(2, 0, 1, 3), sin, cos)
     qy, qx = query
-    if attention.decomposed:
-        # Column pass at the query's column, then each row's pass at that column.
-        column = torch.softmax(torch.einsum('nd,nyd->ny', q[:, qy, qx], k[:, :, qx])
-                               + relpos.decay_1d(height)[:, qy], dim=-1)
-        rows = torch.softmax(torch.einsum('nyd,nyxd->nyx', q[:, :, qx], k)
-                             + relpos.decay_1d(width)[:, qx][:, None, :], dim=-1)
+    weights = attention.attention_weights(x, relpos)
+    if isinstance(weights, DecomposedWeights):
+        column = weights.columns[0, qx, :, qy]  # (heads, h): over the rows y' of column qx
+        rows = weights.rows[0, :, :, qx].transpose(0, 1)  # (heads, h, w): row y' at (y', qx)
         return column[:, :, None] * rows
-    logits = torch.einsum('nd,nyxd->nyx', q[:, qy, qx], k)
-    logits = logits + relpos.decay[:, None, None] * manhattan_distance(height, width, query)
-    return torch.softmax(logits.flatten(1), dim=-1).view(heads, height, width)
+    return weights[0, :, qy * width + qx].view(-1, height, width)
 
 
 def decay_maps(backbone: RMT, inputs: torch.Tensor, stage: int, block: int,
@@ -187,11 +182,12 @@ def decay_maps(backbone: RMT, inputs: torch.Tensor, stage: int, block: int,
     """The decay prior and the applied attention of every head of a stage's block."""
     x = capture_attention_input(backbone, inputs, stage, block)
     relpos = backbone.layers[stage].Relpos
+    height, width = x.shape[1:3]
     with torch.no_grad():
         attention = query_attention(backbone.layers[stage].blocks[block].retention, relpos, x, query)
-        gammas = relpos.decay.exp()
-        decay = gammas[:, None, None] ** manhattan_distance(*x.shape[1:3], query)
-    return DecayMaps(gammas, decay, attention, query)
+        log_decay = relpos.decay_2d(height, width)[:, query[0] * width + query[1]]
+        decay = log_decay.view(-1, height, width).exp()
+    return DecayMaps(relpos.decay.exp(), decay, attention, query)
 
 
 # --- the picture ---------------------------------------------------------------

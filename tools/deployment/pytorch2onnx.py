@@ -53,7 +53,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--backbone-only', action='store_true', help='export the backbone alone')
     parser.add_argument('--force', action='store_true', help='overwrite --out if it exists')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override config settings, e.g. model.backbone.attn_impl=reference')
+                        help='override config settings, e.g. model.backbone.impl=reference')
     return parser.parse_args(argv)
 
 

@@ -1,5 +1,5 @@
-from .rmt import RMT
+from .rmt import RMT, ManhattanSelfAttention2d
 from .resmlp import ResMLP
 from .rest import ResT
 
-__all__ = ['ResMLP', 'ResT', 'RMT']
+__all__ = ['ManhattanSelfAttention2d', 'ResMLP', 'ResT', 'RMT']

@@ -16,6 +16,13 @@ from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, check_arg
 FOREIGN_ZOO_PREFIXES = ('open-mmlab://', 'openmmlab://', 'torchvision://', 'modelzoo://', 'mmcls://')
 
 
+def call_block(block: nn.Module, *args, with_cp: bool) -> torch.Tensor:
+    """Call ``block``, through activation checkpointing when ``with_cp`` and it trains with autograd."""
+    if with_cp and block.training and torch.is_grad_enabled():
+        return checkpoint(block, *args, use_reentrant=False)
+    return block(*args)
+
+
 class PyramidBackbone(BaseModule):
     """Base class of the backbones: everything but the network itself.
 
@@ -204,9 +211,7 @@ class PyramidBackbone(BaseModule):
 
     def run_block(self, block: nn.Module, *args) -> torch.Tensor:
         """Call ``block``, through activation checkpointing when ``with_cp``."""
-        if self.with_cp and self.training and torch.is_grad_enabled():
-            return checkpoint(block, *args, use_reentrant=False)
-        return block(*args)
+        return call_block(block, *args, with_cp=self.with_cp)
 
     def _freeze_stages(self) -> None:
         for module in self._frozen_modules():

@@ -4,9 +4,13 @@ import copy
 import pytest
 import torch
 
-from mmrmt.models.backbones import rmt_fast
-from mmrmt.models.backbones.rmt import RMT, ManhattanRelPos, ManhattanSelfAttention
-from mmrmt.models.backbones.rmt_fast import FastManhattanRelPos, FastManhattanSelfAttention
+from mmrmt.models import RMT
+from mmrmt.models.backbones.rmt import fast_block
+from mmrmt.models.backbones.rmt.attention import ManhattanSelfAttention
+from mmrmt.models.backbones.rmt.fast_attention import FastManhattanSelfAttention
+from mmrmt.models.backbones.rmt.fast_block import FastRMTStage, ImageChunkedStem
+from mmrmt.models.backbones.rmt.fast_relative_position import FastManhattanRelPos
+from mmrmt.models.backbones.rmt.relative_position import ManhattanRelPos
 
 # Tiny arch covering decomposed and full stages, with and without layer scale.
 TINY = dict(embed_dims=[16, 32, 48, 64], depths=[1, 2, 1, 1], num_heads=[2, 2, 4, 4],
@@ -29,7 +33,7 @@ def backbone_pair(arch: dict = TINY):
     torch.manual_seed(0)
     fast = RMT(arch, drop_path_rate=0.)
     fast.init_weights()
-    reference = RMT(arch, drop_path_rate=0., attn_impl='reference')
+    reference = RMT(arch, drop_path_rate=0., impl='reference')
     reference.load_state_dict(fast.state_dict())
     return fast, reference
 
@@ -85,7 +89,7 @@ def test_fast_attention_without_autograd_equals_reference(decomposed, batch, hei
 def test_fast_backbone_inference_in_image_chunks_equals_reference(monkeypatch):
     fast, reference = backbone_pair()
     fast.eval(), reference.eval()
-    monkeypatch.setattr(rmt_fast, 'INFERENCE_CHUNK_BYTES', 1)  # the stem and every block image by image
+    monkeypatch.setattr(fast_block, 'INFERENCE_CHUNK_BYTES', 1)  # the stem and every block image by image
     x = torch.randn(3, 3, 45, 71)
     with torch.no_grad():
         for out_fast, out_ref in zip(fast(x), reference(x)):
@@ -95,7 +99,7 @@ def test_fast_backbone_inference_in_image_chunks_equals_reference(monkeypatch):
 def test_stem_is_not_split_while_batch_norm_trains(monkeypatch):
     """No autograd but train mode (BatchNorm on batch statistics): the stem sees the whole batch."""
     fast, reference = backbone_pair()
-    monkeypatch.setattr(rmt_fast, 'INFERENCE_CHUNK_BYTES', 1)
+    monkeypatch.setattr(fast_block, 'INFERENCE_CHUNK_BYTES', 1)
     x = torch.randn(3, 3, 45, 71)
     with torch.no_grad():
         for out_fast, out_ref in zip(fast(x), reference(x)):
@@ -157,27 +161,21 @@ def test_fast_attention_trains_under_bf16_autocast(decomposed):
 
 
 def test_fast_is_default_and_reference_selectable():
-    assert {m.attn_impl for m in RMT(TINY).modules() if isinstance(m, ManhattanSelfAttention)} == {'fast'}
-    assert {m.attn_impl for m in RMT(TINY, attn_impl='reference').modules()
-            if isinstance(m, ManhattanSelfAttention)} == {'reference'}
+    def classes(model: RMT) -> set:
+        return {type(m) for m in model.modules()
+                if isinstance(m, (ManhattanSelfAttention, ManhattanRelPos, torch.nn.Sequential))}
+
+    fast = classes(RMT(TINY))
+    assert {FastManhattanSelfAttention, FastManhattanRelPos, ImageChunkedStem} <= fast
+    assert not fast & {ManhattanSelfAttention, ManhattanRelPos, torch.nn.Sequential}
+    assert classes(RMT(TINY, impl='reference')) == {ManhattanSelfAttention, ManhattanRelPos, torch.nn.Sequential}
+    assert all(isinstance(stage, FastRMTStage) for stage in RMT(TINY).layers)
 
 
-@pytest.mark.parametrize('bad', ['flash', 'Fast', None])
-def test_unknown_attn_impl_is_a_clear_error(bad):
-    with pytest.raises(ValueError, match=r"attn_impl must be one of \('fast', 'reference'\)"):
-        RMT(TINY, attn_impl=bad)
-
-
-
-@pytest.mark.parametrize('attn_impl', ['fast', 'reference'])
-def test_attn_impl_is_fixed_once_built(attn_impl):
-    """The implementation is the modules' class: assigning another name is an error, not ignored."""
-    model = RMT(TINY, attn_impl=attn_impl)
-    other = 'reference' if attn_impl == 'fast' else 'fast'
-    for module in (model.layers[0].blocks[0], model.layers[0].blocks[0].retention):
-        with pytest.raises(AttributeError, match=f"attn_impl is fixed when the model is built .*'{other}'"):
-            module.attn_impl = other
-        assert module.attn_impl == attn_impl
+@pytest.mark.parametrize('bad', ['flash', 'Fast', None, ['fast']])
+def test_unknown_impl_is_a_clear_error(bad):
+    with pytest.raises(ValueError, match=r"RMT: impl must be one of \('fast', 'reference'\)"):
+        RMT(TINY, impl=bad)
 
 
 def test_tables_are_built_once_per_grid_and_dtype():

@@ -43,10 +43,10 @@ def rest_arch(config: dict) -> dict:
     return {key: config[key] for key in ResT.per_stage_args}
 
 
-@pytest.mark.parametrize('attn_impl', ['fast', 'reference'])
-def test_rmt_matches_upstream_in_float64(data_dir: Path, attn_impl: str):
+@pytest.mark.parametrize('impl', ['fast', 'reference'])
+def test_rmt_matches_upstream_in_float64(data_dir: Path, impl: str):
     golden = torch.load(data_dir / 'rmt_tiny_seed0_float64.pt')
-    model = RMT(rmt_arch(golden['config']), drop_path_rate=0., attn_impl=attn_impl).double().eval()
+    model = RMT(rmt_arch(golden['config']), drop_path_rate=0., impl=impl).double().eval()
     model.load_state_dict(golden['state_dict'], strict=True)
     with torch.no_grad():
         outputs = model(golden['input'])

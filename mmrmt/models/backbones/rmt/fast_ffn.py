@@ -1,11 +1,12 @@
-"""RMT's FFN with a depthwise conv, step by step and in a fast form (same parameters)."""
+"""RMT's FFN in its fast form: same parameters as :class:`.ffn.ConvFFN`, less kept for backward."""
 from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .depthwise_conv import ChannelsLastDWConv, depthwise_conv_channels_last
+from .depthwise_conv import depthwise_conv_channels_last
+from .ffn import ConvFFN
 from .norm_projection import norm_then_project
 
 
@@ -59,33 +60,13 @@ class _GeluConvProjection(torch.autograd.Function):
         return (grad_hidden, *grads, None)
 
 
-class ConvFFN(nn.Module):
-    """fc1 -> GELU -> x + depthwise 3x3 conv(x) -> fc2, channels-last, step by step.
-
-    Args:
-        embed_dims (int): Input and output channels.
-        hidden_dims (int): Hidden channels.
-    """
-
-    def __init__(self, embed_dims: int, hidden_dims: int) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(embed_dims, hidden_dims)
-        self.act = nn.GELU()
-        self.dwconv = ChannelsLastDWConv(hidden_dims, 3)
-        self.fc2 = nn.Linear(hidden_dims, embed_dims)
-
-    def forward(self, x: torch.Tensor, norm: Optional[nn.LayerNorm] = None) -> torch.Tensor:
-        """The FFN of ``norm(x)`` (of ``x`` if ``norm`` is None)."""
-        x = self.act(self.fc1(x if norm is None else norm(x)))
-        return self.fc2(x + self.dwconv(x))
-
-
 class FastConvFFN(ConvFFN):
-    """:class:`ConvFFN` computed leanly, same parameters (RMT's ``attn_impl='fast'``).
+    """:class:`.ffn.ConvFFN` computed leanly, same parameters, optionally after its pre-norm.
 
     The residual is folded into the conv kernel's centre tap, the GELU runs
     in place at inference, and in training only the fc1 output is kept for
-    backward (the GELU and the conv are recomputed there).
+    backward (the GELU and the conv are recomputed there; with ``norm``,
+    the norm's output too).
     """
 
     def forward(self, x: torch.Tensor, norm: Optional[nn.LayerNorm] = None) -> torch.Tensor:

@@ -1,0 +1,162 @@
+"""RMT: Retentive Networks Meet Vision Transformers, as a dense-prediction backbone."""
+from functools import partial
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+from mmcv.cnn import build_norm_layer
+from timm.layers import trunc_normal_
+from torch import nn
+
+from mmrmt.registry import register_backbone
+from ..arch import (BOOL, NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_heads_divide_dims,
+                    resolve_arch)
+from ..base_backbone import PyramidBackbone
+from .implementations import implementation
+
+
+def check_even_head_dims(dims: Sequence[int], heads: Sequence[int], owner: str) -> None:
+    """Fail unless every stage's head dimension is even, as the rotary encoding needs."""
+    for stage, (channels, num_heads) in enumerate(zip(dims, heads)):
+        if (channels // num_heads) % 2:
+            raise ValueError(f'{owner}: the head dimension embed_dims[{stage}] / num_heads[{stage}] '
+                             f'= {channels // num_heads} is odd; the rotary encoding needs an '
+                             'even head dimension.')
+
+
+@register_backbone
+class RMT(PyramidBackbone):
+    """RMT backbone: Manhattan self-attention with a spatial decay prior.
+
+    A PyTorch implementation of `RMT: Retentive Networks Meet Vision
+    Transformers <https://arxiv.org/abs/2309.11523>`_ exact to the upstream
+    ImageNet checkpoints (keys ``patch_embed``, ``layers``; the output norms
+    are ``extra_norms``, as in the upstream detection code): a four-conv
+    stem, then stages of blocks (:class:`.block.RMTStage`), each emitted
+    through a LayerNorm.
+
+    Args:
+        arch (str | dict): 't'/'tiny', 's'/'small', 'b'/'base', 'l'/'large',
+            or a dict with the per-stage lists ``embed_dims``, ``depths``,
+            ``num_heads``, ``mlp_ratios``, ``init_values``, ``heads_ranges``,
+            ``decomposed`` (bool per stage) and ``layer_scales`` (bool per
+            stage), and optionally the scalar ``layer_scale_init`` (1e-6).
+        in_channels (int): Input image channels. Defaults to 3.
+        out_indices (Sequence[int]): Stages to output. Defaults to (0, 1, 2, 3).
+        drop_path_rate (float): Stochastic depth rate, rising linearly over
+            the blocks. Defaults to 0.1.
+        frozen_stages (int): Stages to freeze (-1: none, 0: the stem).
+            Defaults to -1.
+        norm_eval (bool): Keep BN in eval mode when training. Defaults to False.
+        norm_cfg (dict): Norm of the stem and downsampling convs.
+            Defaults to ``dict(type='BN')``.
+        with_cp (bool): Activation checkpointing per block. Defaults to False.
+        impl (str): ``'fast'`` (the default: fused attention with cached
+            tables, pre-norms fused into the projections, residuals folded
+            into the depthwise kernels, less kept for backward, and in CPU
+            inference the stem and blocks on a few images at a time) or
+            ``'reference'`` (the paper's computation step by step, the oracle
+            of the tests). Both compute the same function with the same
+            parameters; see :mod:`.implementations`.
+        init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
+            to load an upstream ImageNet (or detection) checkpoint.
+        pretrained (str, optional): Deprecated (mmseg passes its
+            ``model.pretrained`` here): see :class:`PyramidBackbone`.
+    """
+
+    arch_zoo: Dict[str, dict] = {
+        **dict.fromkeys(['t', 'tiny'], dict(
+            embed_dims=[64, 128, 256, 512], depths=[2, 2, 8, 2], num_heads=[4, 4, 8, 16],
+            mlp_ratios=[3, 3, 3, 3], init_values=[2, 2, 2, 2], heads_ranges=[4, 4, 6, 6],
+            decomposed=[True, True, False, False], layer_scales=[False, False, False, False])),
+        **dict.fromkeys(['s', 'small'], dict(
+            embed_dims=[64, 128, 256, 512], depths=[3, 4, 18, 4], num_heads=[4, 4, 8, 16],
+            mlp_ratios=[4, 4, 3, 3], init_values=[2, 2, 2, 2], heads_ranges=[4, 4, 6, 6],
+            decomposed=[True, True, True, False], layer_scales=[False, False, False, False])),
+        **dict.fromkeys(['b', 'base'], dict(
+            embed_dims=[80, 160, 320, 512], depths=[4, 8, 25, 8], num_heads=[5, 5, 10, 16],
+            mlp_ratios=[4, 4, 3, 3], init_values=[2, 2, 2, 2], heads_ranges=[5, 5, 6, 6],
+            decomposed=[True, True, True, False], layer_scales=[False, False, True, True])),
+        **dict.fromkeys(['l', 'large'], dict(
+            embed_dims=[112, 224, 448, 640], depths=[4, 8, 25, 8], num_heads=[7, 7, 14, 20],
+            mlp_ratios=[4, 4, 3, 3], init_values=[2, 2, 2, 2], heads_ranges=[6, 6, 6, 6],
+            decomposed=[True, True, True, False], layer_scales=[False, False, True, True])),
+    }
+    #: What a custom arch holds: one value per stage of each key, and optional scalars.
+    per_stage_args = dict(embed_dims=POSITIVE_INT, depths=NON_NEGATIVE_INT, num_heads=POSITIVE_INT,
+                          mlp_ratios=POSITIVE_REAL, init_values=POSITIVE_REAL,
+                          heads_ranges=NON_NEGATIVE_REAL, decomposed=BOOL, layer_scales=BOOL)
+    optional_arch_args = dict(layer_scale_init=POSITIVE_REAL)
+    #: The classifier of the ImageNet files; ``aux_head`` is the per-token
+    #: classifier of the authors' token-labelled checkpoints (RMT-S*/B*/L*).
+    dropped_checkpoint_prefixes = ('proj.', 'norm.', 'head.', 'aux_head.')
+    new_checkpoint_prefixes = ('extra_norms.', )
+
+    def __init__(self,
+                 arch: Union[str, dict] = 't',
+                 in_channels: int = 3,
+                 out_indices: Sequence[int] = (0, 1, 2, 3),
+                 drop_path_rate: float = 0.1,
+                 frozen_stages: int = -1,
+                 norm_eval: bool = False,
+                 norm_cfg: dict = dict(type='BN'),
+                 with_cp: bool = False,
+                 impl: str = 'fast',
+                 init_cfg: Optional[dict] = None,
+                 pretrained: Optional[str] = None) -> None:
+        classes = implementation(impl, 'RMT')
+        settings = resolve_arch(arch, self.arch_zoo, 'RMT', per_stage=self.per_stage_args,
+                                optional=self.optional_arch_args)
+        dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
+        super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
+                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg, pretrained=pretrained)
+        check_heads_divide_dims(dims, heads, 'RMT')
+        check_even_head_dims(dims, heads, 'RMT')
+        self.embed_dims = dims
+
+        stem_dims = dims[0] // 2
+        norm = lambda channels: build_norm_layer(norm_cfg, channels)[1]  # noqa: E731
+        self.patch_embed = nn.Module()
+        self.patch_embed.proj = classes.stem(
+            nn.Conv2d(in_channels, stem_dims, 3, 2, 1), norm(stem_dims), nn.GELU(),
+            nn.Conv2d(stem_dims, stem_dims, 3, 1, 1), norm(stem_dims), nn.GELU(),
+            nn.Conv2d(stem_dims, dims[0], 3, 2, 1), norm(dims[0]), nn.GELU(),
+            nn.Conv2d(dims[0], dims[0], 3, 1, 1), norm(dims[0]))
+
+        drop_paths = torch.linspace(0, drop_path_rate, sum(depths)).tolist()
+        layer_scale_init = settings.get('layer_scale_init', 1e-6)
+        self.layers = nn.ModuleList()
+        for i, depth in enumerate(depths):
+            self.layers.append(classes.stage(
+                embed_dims=dims[i], depth=depth, num_heads=heads[i],
+                mlp_ratio=settings['mlp_ratios'][i], init_value=settings['init_values'][i],
+                heads_range=settings['heads_ranges'][i], decomposed=settings['decomposed'][i],
+                drop_paths=drop_paths[sum(depths[:i]):sum(depths[:i + 1])],
+                layer_scale=layer_scale_init if settings['layer_scales'][i] else None,
+                out_channels=dims[i + 1] if i + 1 < len(dims) else None, norm_cfg=norm_cfg,
+                with_cp=with_cp))
+        self.extra_norms = nn.ModuleDict({str(i): nn.LayerNorm(dims[i]) for i in self.out_indices})
+        self._freeze_stages()
+
+    def _frozen_modules(self) -> List[nn.Module]:
+        if self.frozen_stages < 0:
+            return []
+        return [self.patch_embed, *self.layers[:self.frozen_stages], *self.frozen_output_norms()]
+
+    def _init_default_weights(self) -> None:
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                trunc_normal_(module.weight, std=.02)
+                nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.LayerNorm):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
+
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        self.check_input(x)
+        x = self.patch_embed.proj(x).permute(0, 2, 3, 1)  # (B, h, w, C)
+        outs = []
+        for i, stage in enumerate(self.layers):
+            out, x = stage(x, partial(self.emit, i) if i in self.out_indices else None)
+            if out is not None:
+                outs.append(out)
+        return tuple(outs)

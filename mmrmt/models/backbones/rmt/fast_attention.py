@@ -1,0 +1,112 @@
+"""MaSA in its fast form: fused projections and attention, cached tables, same parameters."""
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ...layers import is_exporting
+from .attention import ManhattanSelfAttention
+from .fast_relative_position import FastManhattanRelPos, FastTables, rotate_qk
+from .norm_projection import norm_then_project
+
+
+def softmax_(logits: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dim, in place.
+
+    Rows shorter than 16 elements are exponentiated and normalised by hand:
+    torch's CPU softmax kernel takes ~6x as long on them (14-long rows).
+    """
+    if logits.shape[-1] >= 16:
+        return torch.softmax(logits, dim=-1)
+    logits = logits.sub_(logits.amax(dim=-1, keepdim=True)).exp_()
+    return logits.div_(logits.sum(dim=-1, keepdim=True))
+
+
+class FastManhattanSelfAttention(ManhattanSelfAttention):
+    """:class:`.attention.ManhattanSelfAttention` through fused attention and cached tables.
+
+    One fused q/k projection (after the block's pre-norm when given it, the
+    norm's output then recomputed in backward instead of kept), the cached
+    tables of :class:`.fast_relative_position.FastManhattanRelPos` and
+    ``scaled_dot_product_attention`` with the log-decay as its additive mask
+    (it recomputes attention in backward instead of storing it); without
+    autograd, short sequences with batched GEMMs (see :meth:`_attend`).
+    Same arguments and parameters as the reference.
+    """
+
+    #: Longest sequence attended with explicit GEMMs at inference, and the
+    #: most logits bytes materialised at once (see :meth:`_attend`).
+    explicit_max_len = 64
+    explicit_logits_bytes = 16 * 2**20
+
+    def forward(self, x: torch.Tensor, relpos: FastManhattanRelPos,
+                norm: Optional[nn.LayerNorm] = None) -> torch.Tensor:
+        """MaSA of ``norm(x)`` (of ``x`` if ``norm`` is None), channels-last (B, h, w, C)."""
+        batch, height, width, channels = x.shape
+        # q and k from one projection, so that one op rotates both; v apart,
+        # dense channels-last for the LCE conv (a slice of a fused q/k/v
+        # projection would cost zero-filled gradients and a strided conv).
+        qk_weight = torch.cat((self.q_proj.weight, self.k_proj.weight))
+        qk_bias = torch.cat((self.q_proj.bias, self.k_proj.bias))
+        qk, v = norm_then_project(x, norm, [(qk_weight, qk_bias), (self.v_proj.weight, self.v_proj.bias)])
+        qk = qk.view(batch, height, width, 2, self.num_heads, self.head_dims)
+        context = self.lepe(v)
+        v = v.view(batch, height, width, self.num_heads, self.head_dims)
+        tables = relpos.fast_tables(height, width, self.decomposed, qk.dtype)
+        if self.decomposed:
+            out = self._fast_decomposed(qk, v, tables)
+        else:
+            out = self._fast_full(qk, v, tables)
+        # Summed into the LCE output's own dense tensor (the conv's backward
+        # does not need its output): no merged-heads copy, no new tensor.
+        merged = context.contiguous().view(out.shape).add_(out)
+        return self.out_proj(merged.view(batch, height, width, channels))
+
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                mask: torch.Tensor) -> torch.Tensor:
+        """softmax(scale * q k^T + mask) v over (N, heads, L, d): the k scale folded in.
+
+        With autograd, and for sequences over ``explicit_max_len`` tokens,
+        SDPA's fused kernel (its backward recomputes the attention instead of
+        keeping it). Without autograd, shorter sequences are attended with
+        batched GEMMs and an in-place softmax, a few images at a time so that
+        the logits stay under ``explicit_logits_bytes``: at such lengths the
+        fused kernel's per-block work costs more than the whole product.
+        Traced (FLOP counting, export), it is always the one SDPA op.
+        """
+        batch, heads, length, _ = q.shape
+        if (torch.is_grad_enabled() or torch.jit.is_tracing() or is_exporting()
+                or length > self.explicit_max_len):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        out = v.new_empty(v.shape)
+        step = max(1, self.explicit_logits_bytes // (heads * length * length * q.element_size()))
+        for start in range(0, batch, step):
+            part = slice(start, start + step)
+            logits = torch.matmul(q[part], k[part].transpose(-1, -2))
+            torch.matmul(softmax_(logits.mul_(self.scale).add_(mask[part])), v[part], out=out[part])
+        return out
+
+    def _fast_decomposed(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
+        """Rows then columns on one heads-major copy; returns (B, h, w, n, d).
+
+        With (B n) as the batch both passes are views: the row pass reads rows
+        of (B n, h, w, d) and its output is laid out (B n, w, h, d), the
+        columns the second pass needs; the masks only repeat over the batch.
+        """
+        batch, height, width, _, heads, dims = qk.shape
+        q, k = rotate_qk(qk, tables, heads_major=True)  # each (B, n, h, w, d)
+        v = v.permute(0, 3, 1, 2, 4).contiguous()
+        q, k, v = (t.reshape(batch * heads, height, width, dims) for t in (q, k, v))
+        mask_w, mask_h = (mask.expand(batch, -1, -1, -1).reshape(batch * heads, 1, *mask.shape[-2:])
+                          for mask in (tables.mask_w, tables.mask_h))
+        v = self._attend(q, k, v, mask_w).transpose(1, 2)  # (B n, w, h, d)
+        out = self._attend(q.transpose(1, 2), k.transpose(1, 2), v, mask_h)  # (B n, w, h, d)
+        return out.transpose(1, 2).reshape(batch, heads, height, width, dims).permute(0, 2, 3, 1, 4)
+
+    def _fast_full(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
+        """Attention over all tokens on channels-last views; returns (B, hw, n, d)."""
+        batch, height, width, _, heads, dims = qk.shape
+        q, k = rotate_qk(qk, tables, heads_major=False).unbind(3)
+        q, k, v = (t.reshape(batch, height * width, heads, dims).transpose(1, 2) for t in (q, k, v))
+        return self._attend(q, k, v, tables.mask).transpose(1, 2)
