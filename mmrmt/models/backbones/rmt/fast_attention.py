@@ -8,7 +8,7 @@ from torch import nn
 from ...layers import is_exporting
 from .attention import ManhattanSelfAttention
 from .fast_relative_position import FastManhattanRelPos, FastTables, rotate_qk
-from .norm_projection import norm_then_project
+from ...layers import norm_then_project
 
 
 def softmax_(logits: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,7 @@ from torch import nn
 
 from .depthwise_conv import depthwise_conv_channels_last
 from .ffn import ConvFFN
-from .norm_projection import norm_then_project
+from ...layers import norm_then_project
 
 
 class _GeluConvProjection(torch.autograd.Function):

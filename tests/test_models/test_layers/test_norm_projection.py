@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch import nn
 
-from mmrmt.models.backbones.rmt.norm_projection import norm_then_project
+from mmrmt.models.layers import norm_then_project
 
 
 def build(seed: int = 0):
