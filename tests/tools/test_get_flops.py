@@ -1,18 +1,14 @@
 """tools/analysis_tools/get_flops.py: attention FLOPs and whole-config counts."""
-import sys
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
 from mmengine.analysis import FlopAnalyzer
 from mmengine.config import Config
+from helpers.tool_modules import REPO, import_tool
 from torch import nn
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / 'tools' / 'analysis_tools'))
-import get_flops  # noqa: E402
+from mmrmt.models.backbones import RMT
 
-from mmrmt.models.backbones import RMT  # noqa: E402
+get_flops = import_tool('tools/analysis_tools/get_flops.py')
 
 
 class FusedAttention(nn.Module):

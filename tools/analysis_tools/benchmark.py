@@ -106,22 +106,15 @@ def build_backbone(name: str, attn_impl: Optional[str]) -> torch.nn.Module:
 
 
 def build_whole_model(config: str, attn_impl: Optional[str]) -> Tuple[torch.nn.Module, str]:
-    from mmengine.config import Config
-    from mmengine.registry import init_default_scope
-    cfg = Config.fromfile(config)
+    from mmrmt.utils import build_cpu_model, read_config
+    cfg = read_config(config)
     scope = cfg.get('default_scope', 'mmdet')
-    init_default_scope(scope)
-    import mmrmt  # noqa: F401
+    if scope not in ('mmdet', 'mmseg'):
+        raise ValueError(f"{config}: default_scope must be 'mmdet' or 'mmseg', got {scope!r}.")
     if attn_impl is not None:
         cfg.model.backbone.attn_impl = attn_impl
     cfg.model.backbone.pop('init_cfg', None)  # random weights: no download, same speed
-    if scope == 'mmdet':
-        from mmdet.registry import MODELS
-    elif scope == 'mmseg':
-        from mmseg.registry import MODELS
-    else:
-        raise ValueError(f"{config}: default_scope must be 'mmdet' or 'mmseg', got {scope!r}.")
-    return MODELS.build(cfg.model), scope
+    return build_cpu_model(cfg), scope
 
 
 def synthetic_samples(scope: str, batch: int, shape: Tuple[int, int], device: str) -> list:

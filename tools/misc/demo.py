@@ -15,20 +15,16 @@ import argparse
 import json
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Optional
 
 import torch
-from mmengine.config import DictAction
 from mmengine.hooks import Hook
 from mmengine.runner import find_latest_checkpoint
 
 from mmrmt.apis import build_inferencer, output_files, predict_images
 from mmrmt.datasets import make_demo_data
-from mmrmt.utils import build_runner, load_run_config, run_phase
-
-warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
+from mmrmt.utils import add_cfg_options, build_runner, load_run_config, run_main, run_phase
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'configs' / 'demo' / 'mask-rcnn_rmt-t_fpn_demo.py'
@@ -95,8 +91,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--threads', type=int, default=1,
                         help='compute threads; one keeps a shared 2-core machine responsive, '
                         'more help on an idle machine with more cores')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override settings of the demo config, e.g. train_cfg.max_iters=50')
+    add_cfg_options(parser, example='train_cfg.max_iters=50')
     return parser.parse_args()
 
 
@@ -140,4 +135,4 @@ def main(args: Optional[argparse.Namespace] = None) -> None:
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)
