@@ -10,7 +10,7 @@ from typing import Dict, Optional
 
 import torch
 
-from .weights_only import CHECKPOINT_SAFE_GLOBALS
+from .weights_only import allow_mmengine_checkpoints
 
 #: A network's weights: key -> tensor.
 StateDict = Dict[str, torch.Tensor]
@@ -73,6 +73,7 @@ def read_checkpoint(filename: str) -> object:
         ValueError: The file is not a PyTorch checkpoint (empty, truncated,
             another kind of file) or holds objects that are not allowed.
     """
+    allow_mmengine_checkpoints()  # done by ``import mmrmt`` already; here for direct imports
     if filename.startswith(('http://', 'https://')):
         return torch.hub.load_state_dict_from_url(filename, map_location='cpu', weights_only=True)
     if not osp.isfile(filename):
@@ -82,8 +83,7 @@ def read_checkpoint(filename: str) -> object:
     if problem is not None:
         raise ValueError(f'{unreadable}: {problem}')
     try:
-        with torch.serialization.safe_globals(CHECKPOINT_SAFE_GLOBALS):
-            return torch.load(filename, map_location='cpu', weights_only=True)
+        return torch.load(filename, map_location='cpu', weights_only=True)
     except Exception as error:  # torch raises many kinds for a foreign file
         raise ValueError(f'{unreadable}: {one_line_reason(error)}') from error
 

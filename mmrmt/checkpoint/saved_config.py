@@ -6,7 +6,8 @@ literals and ``dict(key=value, ...)``). mmengine's ``Config.fromstring``
 would execute that text, so a downloaded file could run any code; here it is
 parsed with :mod:`ast` and only literals are accepted: numbers, strings,
 ``True`` / ``False`` / ``None``, lists, tuples, sets, ``{...}`` dicts and
-``dict(...)`` with keyword arguments. Any other call, name, import or
+``dict(...)`` with keyword arguments (and at most one ``{...}`` before them,
+as mmengine writes keys that are not names). Any other call, name, import or
 statement makes the whole text refused, unread.
 """
 import ast
@@ -33,8 +34,11 @@ def literal_value(node: ast.expr) -> Any:
     if isinstance(node, ast.Dict) and None not in node.keys:
         return {literal_value(key): literal_value(value) for key, value in zip(node.keys, node.values)}
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == DICT_CALL
-            and not node.args and all(keyword.arg is not None for keyword in node.keywords)):
-        return {keyword.arg: literal_value(keyword.value) for keyword in node.keywords}
+            and len(node.args) <= 1 and all(isinstance(arg, ast.Dict) for arg in node.args)
+            and all(keyword.arg is not None for keyword in node.keywords)):
+        value = literal_value(node.args[0]) if node.args else {}
+        value.update({keyword.arg: literal_value(keyword.value) for keyword in node.keywords})
+        return value
     raise NotPlainData(f'line {node.lineno}: {ast.unparse(node)[:80]!r} is not a literal')
 
 

@@ -83,7 +83,8 @@ CHECKPOINT_SAFE_GLOBALS: List[SafeGlobal] = [
 
 
 def allow_mmengine_checkpoints() -> None:
-    """Let weights-only ``torch.load`` accept mmengine checkpoints, in this process.
+    """Let weights-only ``torch.load`` accept mmengine (and upstream scripts')
+    checkpoints, in this process.
 
     Adds :data:`CHECKPOINT_SAFE_GLOBALS` to torch's safe globals (once;
     calling again changes nothing). Everything else is still refused.

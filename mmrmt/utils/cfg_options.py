@@ -19,7 +19,7 @@ Whether the model still builds is checked by :func:`mmrmt.utils.build_cpu_model`
 import argparse
 import difflib
 import inspect
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from mmengine.config import Config, DictAction
 from mmengine.registry import (DATASETS, EVALUATOR, HOOKS, LOG_PROCESSORS, LOOPS, METRICS, MODELS,
@@ -33,6 +33,9 @@ from .preflight import PreflightError
 #: Where the classes named by a config's ``type`` keys are registered.
 COMPONENT_REGISTRIES = (MODELS, LOOPS, HOOKS, DATASETS, TRANSFORMS, OPTIM_WRAPPERS, OPTIMIZERS,
                         PARAM_SCHEDULERS, EVALUATOR, METRICS, VISUALIZERS, VISBACKENDS, LOG_PROCESSORS)
+
+#: ``SETTING._delete_=True`` replaces SETTING by the dict the other keys under it make.
+DELETE_SUFFIX = '._delete_'
 
 #: A new key this close to an existing one (difflib's ratio) is taken for a typo of it.
 TYPO_CUTOFF = 0.8
@@ -74,21 +77,33 @@ def component_class(node: Mapping) -> Optional[type]:
     if not isinstance(kind, str):
         return kind if inspect.isclass(kind) else None
     for registry in COMPONENT_REGISTRIES:
-        found = registry.get(kind)
+        with registry.switch_scope_and_registry(None) as scoped:  # the default scope's registry
+            found = scoped.get(kind)
         if found is not None:
             return found
     return None
 
 
 def constructor_arguments(cls: type) -> Optional[List[str]]:
-    """The keyword arguments ``cls`` takes; None when it takes any (``**kwargs``)."""
-    try:
-        parameters = inspect.signature(cls).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
-        return None
-    return [parameter.name for parameter in parameters]
+    """The keyword arguments ``cls`` takes; None when it takes any.
+
+    An ``__init__`` with ``**kwargs`` is taken to pass them on to its base
+    class (the OpenMMLab habit, e.g. ``UPerHead`` to ``BaseDecodeHead``), whose
+    arguments then count too; reaching ``object`` means any keyword goes.
+    """
+    names: List[str] = []
+    for klass in cls.__mro__:
+        if '__init__' not in vars(klass):
+            continue
+        try:
+            parameters = list(inspect.signature(vars(klass)['__init__']).parameters.values())
+        except (TypeError, ValueError):
+            return None
+        names += [parameter.name for parameter in parameters[1:]
+                  if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)]
+        if not any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
+            return names
+    return None
 
 
 def nearest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> Optional[str]:
@@ -97,15 +112,23 @@ def nearest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> Option
     return matches[0] if matches else None
 
 
-def unknown_key_error(key: str, where: str, name: str, known: Iterable[str], what: str) -> PreflightError:
-    """The one line for a key part ``name`` that ``where`` does not have."""
+def unknown_key_error(key: str, where: str, name: str, existing: Iterable[str], what: str) -> PreflightError:
+    """The one line for a key part ``name`` that ``where`` does not have, with the
+    nearest of its ``existing`` keys (or the first few, when none is near)."""
+    known = sorted(set(existing) - {'type', 'self'})
     close = nearest(name, known)
-    hint = f'; the nearest is {where + "." if where else ""}{close}' if close else ''
+    if close:
+        hint = f'; the nearest is {where + "." if where else ""}{close}'
+    else:
+        hint = f'; it has {", ".join(known[:8])}{", ..." if len(known) > 8 else ""}'
     return PreflightError(f'--cfg-options {key}: {what} has no {name!r}{hint}')
 
 
-def check_key(cfg: Config, key: str, value: Any) -> None:
+def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str] = ()) -> None:
     """Fail unless ``key`` names a setting of ``cfg`` or an argument its component takes.
+
+    Keys under a setting in ``replaced`` (given ``SETTING._delete_=True``)
+    make a new dict and are not checked.
 
     Raises:
         PreflightError: The key is unknown, or it goes through a setting that
@@ -115,9 +138,14 @@ def check_key(cfg: Config, key: str, value: Any) -> None:
     parts = key.split('.')
     for depth, part in enumerate(parts):
         where = '.'.join(parts[:depth])
-        if isinstance(node, (list, tuple)) and part.isdigit() and int(part) < len(node):
+        if isinstance(node, (list, tuple)):
+            if not (part.isdigit() and int(part) < len(node)):
+                raise PreflightError(f'--cfg-options {key}: {where} is a list of {len(node)} entries; '
+                                     f'{part!r} is not one of its indices 0-{len(node) - 1}')
             node = node[int(part)]
             continue
+        if where in replaced:
+            return
         if not isinstance(node, Mapping):
             rest = '.'.join(parts[depth:])
             raise PreflightError(
@@ -161,18 +189,16 @@ def apply_cfg_options(cfg: Config, pairs: Optional[Sequence[str]]) -> Config:
 
     Raises:
         PreflightError: See :func:`parse_cfg_options`, :func:`check_key`,
-            :func:`check_value`; or mmengine refuses the merge.
+            :func:`check_value`.
     """
     options = parse_cfg_options(pairs or [])
     if not options:
         return cfg
+    replaced = {key[:-len(DELETE_SUFFIX)] for key, value in options.items()
+                if key.endswith(DELETE_SUFFIX) and value is True}
     with DefaultScope.overwrite_default_scope(cfg.get('default_scope')):
         for key, value in options.items():
-            check_key(cfg, key, value)
+            check_key(cfg, key, value, replaced)
             check_value(key, value)
-    try:
-        cfg.merge_from_dict(options)
-    except Exception as error:  # mmengine's merge raises several kinds
-        raise PreflightError(f'--cfg-options could not be merged into {cfg.filename}: '
-                             f'{" ".join(str(error).split())}') from None
+    cfg.merge_from_dict(options)
     return cfg

@@ -99,10 +99,10 @@ def main(args: Optional[argparse.Namespace] = None) -> None:
     args = args or parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # progress shows up at once, even piped
     torch.set_num_threads(args.threads)
+    cfg = load_run_config(str(CONFIG), args.cfg_options, work_dir=args.work_dir)
     print(f'[demo] demo data: {DATA_ROOT}')
     make_demo_data(str(DATA_ROOT))
 
-    cfg = load_run_config(str(CONFIG), args.cfg_options, work_dir=args.work_dir)
     cfg.log_level = 'WARNING'  # the progress line replaces mmengine's log (kept in work_dir)
     cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None  # evaluated once, below
     cfg.default_hooks.checkpoint.interval = cfg.train_cfg.max_iters
