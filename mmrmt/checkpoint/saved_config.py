@@ -42,12 +42,13 @@ def literal_value(node: ast.expr) -> Any:
     raise NotPlainData(f'line {node.lineno}: {ast.unparse(node)[:80]!r} is not a literal')
 
 
-def read_saved_config(text: str, source: str = 'checkpoint') -> Dict[str, Any]:
+def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]:
     """The settings of a saved config text, each ``name = literal`` line read as data.
 
     Args:
         text (str): The text, e.g. ``checkpoint['meta']['cfg']``.
-        source (str): The file it comes from, for error messages.
+        source (str): Where it comes from, for error messages (e.g.
+            ``'run.pth (meta.cfg)'``).
 
     Returns:
         dict: Setting name -> value (dicts for ``dict(...)``).
@@ -59,7 +60,7 @@ def read_saved_config(text: str, source: str = 'checkpoint') -> Dict[str, Any]:
     try:
         tree = ast.parse(text)
     except SyntaxError as error:
-        raise ValueError(f'the config saved in {source} (meta.cfg) is not readable: line '
+        raise ValueError(f'the config saved in {source} is not readable: line '
                          f'{error.lineno}: {error.msg}') from None
     settings: Dict[str, Any] = {}
     try:
@@ -70,6 +71,27 @@ def read_saved_config(text: str, source: str = 'checkpoint') -> Dict[str, Any]:
                                    'not name = value')
             settings[statement.targets[0].id] = literal_value(statement.value)
     except NotPlainData as error:
-        raise ValueError(f'the config saved in {source} (meta.cfg) is not plain data, so it was '
+        raise ValueError(f'the config saved in {source} is not plain data, so it was '
                          f'not read (nor run): {error}') from None
     return settings
+
+
+#: The ``meta`` key whose text mmengine's ``Runner.resume`` runs (``Config.fromstring``)
+#: to compare the previous run's ``gpu_ids``; mmcv 1.x scripts saved their config under it.
+RESUMED_CONFIG_KEY = 'config'
+
+
+def make_resumed_config_inert(checkpoint: dict, source: str = 'checkpoint') -> None:
+    """Replace ``meta['config']`` of a loaded checkpoint by plain data saying the same.
+
+    mmengine's ``Runner.resume`` executes that text to read ``gpu_ids``; after
+    this (in memory, the file is untouched) it holds only ``gpu_ids = <literal>``,
+    read from the original as data. A checkpoint without the key is left as it is.
+
+    Raises:
+        ValueError: The text is not plain data (see :func:`read_saved_config`).
+    """
+    meta = checkpoint.get('meta')
+    if isinstance(meta, dict) and RESUMED_CONFIG_KEY in meta:
+        settings = read_saved_config(str(meta[RESUMED_CONFIG_KEY]), f'{source} (meta.config)')
+        meta[RESUMED_CONFIG_KEY] = f"gpu_ids = {settings.get('gpu_ids')!r}\n"

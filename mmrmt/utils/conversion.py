@@ -61,7 +61,7 @@ def trained_arch(checkpoint: dict, backbone_cls: Type[PyramidBackbone], src: str
     text = checkpoint['meta'].get('cfg')
     if not isinstance(text, str):
         raise ValueError(f'{src} has no saved config (meta.cfg) naming its backbone')
-    model = read_saved_config(text, src).get('model')
+    model = read_saved_config(text, f'{src} (meta.cfg)').get('model')
     backbone = model.get('backbone') if isinstance(model, dict) else None
     if not isinstance(backbone, dict) or backbone.get('type') != backbone_cls.__name__:
         kind = backbone.get('type') if isinstance(backbone, dict) else None

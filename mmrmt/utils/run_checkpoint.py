@@ -17,7 +17,7 @@ from mmengine.config import Config
 from mmengine.model import BaseTTAModel
 from mmengine.runner import find_latest_checkpoint
 
-from mmrmt.checkpoint import extract_state_dict, fit_problems, read_checkpoint, shapes
+from mmrmt.checkpoint import extract_state_dict, fit_problems, make_resumed_config_inert, read_checkpoint, shapes
 from .model_from_config import build_cpu_model
 from .preflight import PreflightError, is_remote
 
@@ -56,7 +56,8 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
     Raises:
         PreflightError: The file is missing, empty, truncated, not a
             checkpoint or without weights; or ``resume`` and it is not a
-            training checkpoint (e.g. a converted backbone).
+            training checkpoint (e.g. a converted backbone), or its
+            ``meta['config']``, which mmengine's resume runs, is not plain data.
     """
     if is_remote(path):
         return None
@@ -65,6 +66,8 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
     try:
         checkpoint = read_checkpoint(path)
         weights = extract_state_dict(checkpoint, path)
+        if resume:
+            make_resumed_config_inert(checkpoint, path)  # refused here if it holds code
     except ValueError as error:
         raise PreflightError(f'{role} {error}') from error
     lacking = lacking_resume_keys(checkpoint) if resume else []

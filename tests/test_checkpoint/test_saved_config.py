@@ -38,11 +38,11 @@ def test_literals():
 ])
 def test_anything_but_plain_data_is_refused(text, found):
     with pytest.raises(ValueError) as error:
-        read_saved_config(text, 'run.pth')
+        read_saved_config(text, 'run.pth (meta.cfg)')
     assert str(error.value).startswith('the config saved in run.pth (meta.cfg) is not plain data, so it was '
                                        f'not read (nor run): {found}')
 
 
 def test_text_that_is_not_python():
     with pytest.raises(ValueError, match=r'^the config saved in run.pth \(meta.cfg\) is not readable: line 2: '):
-        read_saved_config('a = 1\nb = (', 'run.pth')
+        read_saved_config('a = 1\nb = (', 'run.pth (meta.cfg)')

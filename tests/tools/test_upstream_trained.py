@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from mmengine.config import Config
+from helpers.code_in_checkpoint import with_code_in_saved_config
 from helpers.tool_modules import import_tool
 from helpers.upstream_layouts import upstream_layouts
 from helpers.upstream_trained_layouts import (convfc_bbox_head, rmt_backbone, under, upstream_checkpoint,
@@ -185,6 +186,13 @@ def test_converter_checks_before_writing(tiny_upstream_detector, tmp_path):
     assert dst.read_bytes() == b'keep me' and sorted(p.name for p in tmp_path.iterdir()) == ['ours.pth']
     converter.main([str(src), str(dst), '--config', str(DET_CONFIG), '--force'])
     assert 'state_dict' in load_checkpoint(dst)
+
+
+def test_the_saved_config_texts_are_never_run(tiny_upstream_detector, tmp_path):
+    marker, source = tmp_path / 'PWNED', tmp_path / 'upstream.pth'
+    torch.save(with_code_in_saved_config(torch.load(tiny_upstream_detector, weights_only=True), marker), source)
+    converter.main([str(source), str(tmp_path / 'ours.pth'), '--config', str(DET_CONFIG)])
+    assert 'state_dict' in load_checkpoint(tmp_path / 'ours.pth') and not marker.exists()
 
 
 def test_command_line_error_is_one_line(tiny_upstream_detector, tmp_path):
