@@ -11,7 +11,7 @@ as mmengine writes keys that are not names). Any other call, name, import or
 statement makes the whole text refused, unread.
 """
 import ast
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 #: The one callable a saved config may name: ``dict(key=value, ...)``.
 DICT_CALL = 'dict'
@@ -81,17 +81,31 @@ def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]
 RESUMED_CONFIG_KEY = 'config'
 
 
-def make_resumed_config_inert(checkpoint: dict, source: str = 'checkpoint') -> None:
-    """Replace ``meta['config']`` of a loaded checkpoint by plain data saying the same.
-
-    mmengine's ``Runner.resume`` executes that text to read ``gpu_ids``; after
-    this (in memory, the file is untouched) it holds only ``gpu_ids = <literal>``,
-    read from the original as data. A checkpoint without the key is left as it is.
+def resumed_config(checkpoint: dict, source: str = 'a checkpoint') -> Optional[Dict[str, Any]]:
+    """The settings of ``meta['config']``, read as data; None when the checkpoint has none.
 
     Raises:
-        ValueError: The text is not plain data (see :func:`read_saved_config`).
+        ValueError: The text is not plain data: mmengine's resume would run code.
     """
     meta = checkpoint.get('meta')
-    if isinstance(meta, dict) and RESUMED_CONFIG_KEY in meta:
-        settings = read_saved_config(str(meta[RESUMED_CONFIG_KEY]), f'{source} (meta.config)')
-        meta[RESUMED_CONFIG_KEY] = f"gpu_ids = {settings.get('gpu_ids')!r}\n"
+    if not (isinstance(meta, dict) and RESUMED_CONFIG_KEY in meta):
+        return None
+    return read_saved_config(str(meta[RESUMED_CONFIG_KEY]), f'{source} (meta.{RESUMED_CONFIG_KEY})')
+
+
+def make_resumed_config_inert(checkpoint: dict) -> None:
+    """Leave in ``meta['config']`` of a loaded checkpoint only plain data saying the same.
+
+    mmengine's ``Runner.resume`` executes that text to compare the previous
+    run's ``gpu_ids``; after this (in memory, the file is untouched) it holds
+    ``gpu_ids = <literal>``, read from the original as data, or, when the
+    original is not plain data, the key is dropped (the check is skipped,
+    nothing is run). A checkpoint without the key is left as it is.
+    """
+    try:
+        settings = resumed_config(checkpoint)
+    except ValueError:
+        del checkpoint['meta'][RESUMED_CONFIG_KEY]
+        return
+    if settings is not None:
+        checkpoint['meta'][RESUMED_CONFIG_KEY] = f"gpu_ids = {settings.get('gpu_ids')!r}\n"

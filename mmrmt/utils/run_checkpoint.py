@@ -17,7 +17,7 @@ from mmengine.config import Config
 from mmengine.model import BaseTTAModel
 from mmengine.runner import find_latest_checkpoint
 
-from mmrmt.checkpoint import extract_state_dict, fit_problems, make_resumed_config_inert, read_checkpoint, shapes
+from mmrmt.checkpoint import extract_state_dict, fit_problems, read_checkpoint, resumed_config, shapes
 from .model_from_config import build_cpu_model
 from .preflight import PreflightError, is_remote
 
@@ -67,7 +67,7 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
         checkpoint = read_checkpoint(path)
         weights = extract_state_dict(checkpoint, path)
         if resume:
-            make_resumed_config_inert(checkpoint, path)  # refused here if it holds code
+            resumed_config(checkpoint, path)  # mmengine's resume runs this text: refused unless plain data
     except ValueError as error:
         raise PreflightError(f'{role} {error}') from error
     lacking = lacking_resume_keys(checkpoint) if resume else []

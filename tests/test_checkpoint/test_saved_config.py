@@ -2,16 +2,16 @@
 import pytest
 from mmengine.config import Config
 
-from mmrmt.checkpoint import read_saved_config
+from mmrmt.checkpoint import make_resumed_config_inert, read_saved_config
 
 TEST_CONFIGS = ['tests/data/configs/mask-rcnn_rmt-tiny_fpn_test.py', 'tests/data/configs/upernet_rmt-tiny_test.py',
                 'configs/rmt/cascade-mask-rcnn_rmt-t_fpn_ms-3x_coco.py']
 
 
 @pytest.mark.parametrize('path', TEST_CONFIGS)
-def test_a_saved_config_reads_as_mmengine_loads_it(path):
+def test_a_saved_config_reads_as_the_config_it_was_written_from(path):
     cfg = Config.fromfile(path)
-    assert read_saved_config(cfg.pretty_text) == Config.fromstring(cfg.pretty_text, '.py').to_dict()
+    assert read_saved_config(cfg.pretty_text) == cfg.to_dict()
 
 
 def test_literals():
@@ -46,3 +46,20 @@ def test_anything_but_plain_data_is_refused(text, found):
 def test_text_that_is_not_python():
     with pytest.raises(ValueError, match=r'^the config saved in run.pth \(meta.cfg\) is not readable: line 2: '):
         read_saved_config('a = 1\nb = (', 'run.pth (meta.cfg)')
+
+
+@pytest.mark.parametrize('text,kept', [
+    ('gpu_ids = [0, 1]\nmodel = dict(type="X")\n', 'gpu_ids = [0, 1]\n'),
+    ('model = dict(type="X")\n', 'gpu_ids = None\n'),
+    ("_x = __import__('os').system('touch PWNED')\ngpu_ids = [0]\n", None),
+])
+def test_what_mmengine_resume_would_run_is_left_as_plain_data(text, kept):
+    checkpoint = dict(meta=dict(config=text, iter=4), state_dict={})
+    make_resumed_config_inert(checkpoint)
+    assert checkpoint['meta'] == (dict(iter=4) if kept is None else dict(config=kept, iter=4))
+
+
+def test_a_checkpoint_without_the_resumed_config_is_left_alone():
+    checkpoint = dict(meta=dict(cfg='a = 1\n'), state_dict={})
+    make_resumed_config_inert(checkpoint)
+    assert checkpoint == dict(meta=dict(cfg='a = 1\n'), state_dict={})
