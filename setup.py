@@ -1,11 +1,21 @@
 """Install mmrmt: RMT, ResT and ResMLP backbones for MMDetection and MMSegmentation.
 
-torch and mmcv (with its compiled ops) are prerequisites installed first, the
-OpenMMLab way (see requirements/mminstall.txt and ``make setup``).
+As OpenMMLab plugins declare it: the core (torch, mmcv, mmengine, timm;
+``requirements/runtime.txt``) always, and the library the backbones serve as
+an extra, so that either one is enough::
 
-A built wheel also carries the configs, tools, demo and ``model-index.yml`` in
-``mmrmt/.mim/`` (as mmdet's and mmseg's wheels do), so that without a clone
-mim finds the model zoo and configs inherit ours as ``mmrmt::rmt/...py``.
+    pip install "mmrmt[det]"   # with MMDetection
+    pip install "mmrmt[seg]"   # with MMSegmentation
+    pip install "mmrmt[all]"   # both (what ``make setup`` installs)
+
+plus ``[deploy]`` (ONNX export) and ``[tests]``. torch and mmcv (with its
+compiled ops) are best installed first, the OpenMMLab way (see
+requirements/mminstall.txt and ``make setup``).
+
+A built wheel also carries the configs, tools, demo, docs and
+``model-index.yml`` in ``mmrmt/.mim/`` (as mmdet's and mmseg's wheels do),
+so that without a clone mim finds the model zoo (whose metafiles point at
+docs/model_zoo.md) and configs inherit ours as ``mmrmt::rmt/...py``.
 The files are copied into the build folder only: the source tree is left as
 it is, and an editable install reads them where they are.
 """
@@ -18,7 +28,7 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).parent
 
 #: Top-level files and folders shipped in ``mmrmt/.mim/``.
-MIM_FILES = ('configs', 'demo', 'tools', 'model-index.yml')
+MIM_FILES = ('configs', 'demo', 'docs', 'tools', 'model-index.yml')
 
 
 class BuildPyWithMim(build_py):
@@ -60,11 +70,15 @@ setup(
     python_requires='>=3.8',
     install_requires=read_requirements('runtime.txt'),
     extras_require={
+        'det': read_requirements('det.txt'),
+        'seg': read_requirements('seg.txt'),
+        'all': read_requirements('det.txt') + read_requirements('seg.txt'),
         'tests': read_requirements('tests.txt'),
         'mim': read_requirements('mminstall.txt'),
         'deploy': read_requirements('deploy.txt'),
     },
     license='Apache License 2.0',
+    license_files=['LICENSE'],
     zip_safe=False,
     cmdclass={'build_py': BuildPyWithMim},
 )

@@ -15,7 +15,9 @@ mmseg's MMSegInferencer. For each image it writes
   segmentation: ``sem_seg``, the label map; both with ``image`` and ``classes``.
 
 Images that cannot be decoded are reported, one line each, and skipped; the
-others are still processed, and the exit status is then 1. Existing output
+others are still processed, and the exit status is then 1. An image that the
+config's test scale would shrink to nothing (e.g. 10000x50 pixels at a small
+scale) stops the run before the model is built. Existing output
 files are never replaced without ``--force``. Without ``--weights`` the model
 keeps random weights (useful only to try the tool).
 """
@@ -23,8 +25,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmrmt.apis import build_inferencer, collect_images, output_files, predict_images, unreadable_images
-from mmrmt.utils import PreflightError, read_config, read_run_checkpoint, run_main
+from mmrmt.apis import (build_inferencer, check_test_scale, collect_images, output_files, predict_images,
+                        read_image_sizes)
+from mmrmt.utils import PreflightError, check_writable, read_config, read_run_checkpoint, run_main
 
 
 def parse_args() -> argparse.Namespace:
@@ -56,8 +59,11 @@ def main() -> None:
     if args.weights:
         read_run_checkpoint(args.weights, '--weights checkpoint')
     images = collect_images(args.inputs)
-    problems = unreadable_images(images)
-    readable = [image for image in images if image not in problems]
+    sizes, problems = read_image_sizes(images)
+    check_test_scale(cfg, sizes)
+    readable = list(sizes)
+    for folder in (args.out_dir, Path(args.out_dir) / 'vis', Path(args.out_dir) / 'preds'):
+        check_writable(str(folder), '--out-dir', is_dir=True)
     outputs = output_files(readable, Path(args.out_dir), args.force)
     for image, problem in problems.items():
         print(f'error: {image} {problem}; skipped', file=sys.stderr)

@@ -7,7 +7,9 @@ does, whatever launcher reads the config):
   installed) and :class:`~mmrmt.engine.ResumeRNGHook` in mmengine's ``HOOKS``;
 * lets torch's weights-only loading accept mmengine checkpoints (see
   :func:`~mmrmt.checkpoint.allow_mmengine_checkpoints`), so ``--resume`` works
-  under torch >= 2.6 without turning the safety off.
+  under torch >= 2.6 without turning the safety off;
+* lets configs inherit ours as ``_base_ = 'mmrmt::rmt/...py'`` (see
+  :mod:`mmrmt.config_bases`).
 
 It imports nothing of the tools' layer (:mod:`mmrmt.utils`, :mod:`mmrmt.apis`,
 :mod:`mmrmt.deployment`): those are imported by the tools that use them.
@@ -15,7 +17,9 @@ It imports nothing of the tools' layer (:mod:`mmrmt.utils`, :mod:`mmrmt.apis`,
 from .version import __version__
 from . import engine, models  # noqa: F401  (register the hook and the backbones)
 from .checkpoint import allow_mmengine_checkpoints
+from .config_bases import enable_mmrmt_bases
 
 allow_mmengine_checkpoints()
+enable_mmrmt_bases()
 
 __all__ = ['__version__']

@@ -25,8 +25,8 @@ def installed_model_registries() -> List[Registry]:
     registries = [import_module(f'{library}.registry').MODELS
                   for library in TARGET_LIBRARIES if find_spec(library) is not None]
     if not registries:
-        raise ImportError('mmrmt needs MMDetection or MMSegmentation: install mmdet>=3.3 '
-                          'or mmsegmentation>=1.2 (see requirements/runtime.txt)')
+        raise ImportError('mmrmt needs MMDetection or MMSegmentation: pip install "mmrmt[det]" '
+                          '(mmdet>=3.3), "mmrmt[seg]" (mmsegmentation>=1.2) or "mmrmt[all]"')
     return registries
 
 

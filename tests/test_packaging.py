@@ -1,9 +1,13 @@
-"""The built wheel carries the model zoo for mim (mmrmt/.mim: configs, tools,
-demo, model-index.yml), an installed wheel's configs load without a clone,
-and the editable install of ``make setup`` still builds.
+"""The built wheel: its requirements (the core always, mmdet / mmsegmentation
+as extras), the model zoo it carries for mim (mmrmt/.mim: configs, tools,
+demo, docs, model-index.yml), its licence; an installed wheel's configs
+load without a clone, also as ``mmrmt::`` bases; a detection-only and a
+segmentation-only install, resolved by pip, build and run a model of our
+configs; and the editable install of ``make setup`` still builds.
 
 The wheels are built from a copy of the repository's files (building writes
 build/ and *.egg-info beside setup.py)."""
+import email
 import os
 import subprocess
 import sys
@@ -13,6 +17,9 @@ from typing import List
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+
+from helpers.core_environment import core_environment
 
 REPO = Path(__file__).resolve().parents[1]
 MIM = 'mmrmt/.mim/'
@@ -66,10 +73,10 @@ def test_model_index_imports_every_metafile_and_names_existing_configs():
     assert not missing, f'metafile entries without a config: {missing}'
 
 
-def test_wheel_carries_configs_tools_and_model_index(wheel):
+def test_wheel_carries_configs_tools_docs_and_model_index(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = sorted(name for name in repository_files()
-                     if name.startswith(('configs/', 'tools/', 'demo/')) or name == 'model-index.yml')
+                     if name.startswith(('configs/', 'tools/', 'demo/', 'docs/')) or name == 'model-index.yml')
     absent = [name for name in shipped if MIM + name not in names]
     assert not absent, f'missing from the wheel: {absent}'
     assert all(MIM + config in names for config in model_index_configs())
@@ -77,29 +84,115 @@ def test_wheel_carries_configs_tools_and_model_index(wheel):
     assert 'mmrmt/models/backbones/rmt.py' in names
 
 
-def test_installed_wheel_carries_usable_configs(wheel, tmp_path):
-    """A user without a clone: the wheel unpacked as pip installs it; a config of
-    theirs inheriting a zoo config of the installed package, loaded by mmengine
-    (the zoo config's own bases resolve inside ``.mim``, ``mmdet::`` ones in mmdet)."""
+def wheel_metadata(wheel: Path) -> email.message.Message:
+    archive = zipfile.ZipFile(wheel)
+    (name, ) = [name for name in archive.namelist() if name.endswith('.dist-info/METADATA')]
+    return email.message_from_bytes(archive.read(name))
+
+
+def test_wheel_requires_the_core_and_offers_each_library_as_an_extra(wheel):
+    metadata = wheel_metadata(wheel)
+    requirements = [Requirement(line) for line in metadata.get_all('Requires-Dist')]
+    unconditional = {requirement.name for requirement in requirements if requirement.marker is None}
+    assert unconditional == {'torch', 'torchvision', 'mmcv', 'mmengine', 'timm'}
+
+    def extra(name: str) -> set:
+        return {requirement.name for requirement in requirements
+                if requirement.marker is not None and requirement.marker.evaluate({'extra': name})}
+
+    assert extra('det') == {'mmdet'}
+    assert extra('seg') == {'mmsegmentation', 'ftfy', 'regex'}
+    assert extra('all') == extra('det') | extra('seg')
+    assert extra('deploy') == {'onnx', 'onnxruntime', 'onnxscript'}
+    assert set(metadata.get_all('Provides-Extra')) >= {'det', 'seg', 'all', 'deploy', 'tests'}
+    assert metadata['License-File'] == 'LICENSE'
+    licence = [name for name in zipfile.ZipFile(wheel).namelist() if name.endswith('dist-info/licenses/LICENSE')]
+    assert zipfile.ZipFile(wheel).read(licence[0]) == (REPO / 'LICENSE').read_bytes()
+
+
+def test_metafile_readmes_resolve_in_the_wheel(wheel):
+    """mim shows each collection's README: the wheel carries the file it names."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    index = yaml.safe_load((REPO / 'model-index.yml').read_text())
+    readmes = {collection['README'] for metafile in index['Import']
+               for collection in yaml.safe_load((REPO / metafile).read_text())['Collections']}
+    assert readmes and all(MIM + readme in names for readme in readmes), readmes
+
+
+#: A user's config inheriting two zoo configs of the installed package as
+#: ``mmrmt::`` bases (their own bases resolve inside ``.mim``, ``mmdet::`` /
+#: ``mmseg::`` ones in the libraries), the ImageNet checkpoint left out.
+USER_CONFIGS = {
+    'det': "_base_ = 'mmrmt::rmt/retinanet_rmt-t_fpn_1x_coco.py'\n"
+           'model = dict(backbone=dict(init_cfg=None, drop_path_rate=0.0))\n',
+    'seg': "_base_ = 'mmrmt::rmt/fpn_rmt-t_4xb4-80k_ade20k-512x512.py'\n"
+           'model = dict(backbone=dict(init_cfg=None, drop_path_rate=0.0))\n',
+}
+
+#: Build the config's model in its library's registry and run it on an image.
+BUILD_AND_RUN = """
+import sys
+from importlib.util import find_spec
+
+import torch
+import mmrmt
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+
+cfg = Config.fromfile(sys.argv[1])
+init_default_scope(cfg.default_scope)
+registry = __import__(cfg.default_scope + '.registry', fromlist=['MODELS']).MODELS
+model = registry.build(cfg.model).eval()
+with torch.no_grad():
+    outputs = model(torch.zeros(1, 3, 64, 64), mode='tensor')
+levels = outputs[0] if isinstance(outputs, tuple) else [outputs]
+print(mmrmt.__file__)
+print(type(model).__name__, type(model.backbone).__name__, cfg.model.backbone.drop_path_rate,
+      [tuple(level.shape[-2:]) for level in levels], [find_spec(name) is not None for name in ('mmdet', 'mmseg')])
+"""
+
+
+def run_user_config(python: str, kind: str, folder: Path, env: dict) -> List[str]:
+    """Run :data:`BUILD_AND_RUN` on ``USER_CONFIGS[kind]``; return its last two output lines."""
+    config = folder / f'my_{kind}_config.py'
+    config.write_text(USER_CONFIGS[kind])
+    result = subprocess.run([python, '-c', BUILD_AND_RUN, str(config)], cwd=folder, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.strip().splitlines()[-2:]
+
+
+def test_installed_wheel_configs_load_as_mmrmt_bases(wheel, tmp_path):
+    """A user without a clone: the wheel unpacked as pip installs it."""
     site = tmp_path / 'site'
     zipfile.ZipFile(wheel).extractall(site)
-    script = ('import os, sys, mmrmt\n'
-              'from mmengine.config import Config\n'
-              'zoo = os.path.join(os.path.dirname(mmrmt.__file__), ".mim", "configs")\n'
-              'with open("my_config.py", "w") as file:\n'
-              '    file.write(f"_base_ = [{zoo + \'/rmt/mask-rcnn_rmt-t_fpn_1x_coco.py\'!r}]\\n"\n'
-              '               "model = dict(backbone=dict(drop_path_rate=0.0))\\n")\n'
-              'cfg = Config.fromfile("my_config.py")\n'
-              'print(mmrmt.__file__)\n'
-              'print(cfg.model.backbone.type, cfg.model.backbone.arch, cfg.model.backbone.drop_path_rate,\n'
-              '      cfg.tta_model.type, cfg.train_dataloader.dataset.type)\n')
     env = dict(os.environ, PYTHONPATH=str(site))  # the wheel's mmrmt, not this checkout's
-    result = subprocess.run([sys.executable, '-c', script], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    module_file, summary = result.stdout.strip().splitlines()[-2:]
+    module_file, summary = run_user_config(sys.executable, 'det', tmp_path, env)
     assert module_file == str(site / 'mmrmt' / '__init__.py')
-    assert summary == 'RMT t 0.0 InstanceSegTTAModel CocoDataset'
+    assert summary == 'RetinaNet RMT 0.0 [(8, 8), (4, 4), (2, 2), (1, 1), (1, 1)] [True, True]'
+
+
+@pytest.mark.parametrize('extra,library,summary', [
+    ('det', 'mmdet', 'RetinaNet RMT 0.0 [(8, 8), (4, 4), (2, 2), (1, 1), (1, 1)] [True, False]'),
+    ('seg', 'mmsegmentation', 'EncoderDecoder RMT 0.0 [(16, 16)] [False, True]'),
+])
+def test_one_library_is_enough(wheel, tmp_path, extra, library, summary):
+    """``pip install mmrmt.whl[det]`` (or ``[seg]``) into an environment holding only
+    the core packages: pip's resolver brings that library and not the other one,
+    and a model of our configs builds and runs."""
+    python = core_environment(tmp_path)
+    env = {key: value for key, value in os.environ.items() if key != 'PYTHONPATH'}
+    install = subprocess.run(
+        [sys.executable, '-m', 'pip', '--python', str(python), 'install', '--disable-pip-version-check',
+         '-c', str(REPO / 'requirements' / 'constraints.txt'), f'{wheel}[{extra}]'],
+        env=env, capture_output=True, text=True, timeout=900)
+    assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-3000:]
+    installed = install.stdout.strip().splitlines()[-1]
+    assert installed.startswith('Successfully installed') and f' {library}-' in installed, installed
+    assert 'torch-' not in installed and 'mmcv-' not in installed  # the core was there
+    module_file, printed = run_user_config(str(python), extra, tmp_path, env)
+    assert module_file.startswith(str(tmp_path / 'venv')), module_file
+    assert printed == summary
 
 
 def test_editable_build_maps_the_package_to_the_source(source_copy, tmp_path):

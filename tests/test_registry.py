@@ -40,5 +40,5 @@ def test_import_with_neither_library_says_what_to_install():
     result = run_without(['mmdet', 'mmseg'])
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1] == (
-        'ImportError: mmrmt needs MMDetection or MMSegmentation: install mmdet>=3.3 or '
-        'mmsegmentation>=1.2 (see requirements/runtime.txt)')
+        'ImportError: mmrmt needs MMDetection or MMSegmentation: pip install "mmrmt[det]" '
+        '(mmdet>=3.3), "mmrmt[seg]" (mmsegmentation>=1.2) or "mmrmt[all]"')

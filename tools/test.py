@@ -29,6 +29,7 @@ from mmengine.config import Config
 from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
                          check_new_file, check_run_checkpoint, check_writable, config_model_shapes,
                          load_run_config, parse_launch_args, run_main, run_phase)
+from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 from mmrmt.utils.test_time_aug import use_test_time_aug
 
 
@@ -73,6 +74,7 @@ def enable_visualization(cfg: Config, args: argparse.Namespace) -> None:
 def main() -> None:
     args = parse_args()
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
+    check_work_dir_unused(cfg.work_dir)
     if args.tta:
         use_test_time_aug(cfg)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
@@ -91,6 +93,7 @@ def main() -> None:
     if args.show or args.show_dir:
         enable_visualization(cfg, args)
     cfg.load_from = args.checkpoint
+    use_own_work_dir_runner(cfg)
     if args.out and not is_detection(cfg):
         cfg.test_evaluator.output_dir = args.out
         cfg.test_evaluator.keep_results = True

@@ -22,11 +22,13 @@ from typing import Optional, Tuple
 import torch
 from mmengine.config import Config
 
+from mmrmt.engine.own_checkpoint import checkpoint_out_dir
 from mmrmt.utils import (PreflightError, add_resume_rng_hook, build_runner, check_dataloader_paths,
                          check_evaluator_files, check_pretrained_checkpoints, check_run_checkpoint,
                          check_writable, config_model_shapes, latest_checkpoint, load_run_config,
                          parse_launch_args, run_main, run_phase)
 from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
+from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 
 
 def parse_args() -> argparse.Namespace:
@@ -57,7 +59,7 @@ def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[s
     if resume is None and cfg.get('resume'):  # asked for by the config itself
         resume = cfg.get('load_from') or 'auto'
     if resume == 'auto':
-        resume = latest_checkpoint(cfg.work_dir)
+        resume = latest_checkpoint(cfg.work_dir, checkpoint_out_dir(cfg))
     if resume is not None:
         cfg.resume, cfg.load_from = True, resume
         return resume, '--resume checkpoint'
@@ -69,6 +71,7 @@ def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[s
 def main() -> None:
     args = parse_args()
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
+    check_work_dir_unused(cfg.work_dir)
     if args.amp:
         if not torch.cuda.is_available():
             raise PreflightError('--amp needs a CUDA device; train without --amp on the CPU')
@@ -90,6 +93,7 @@ def main() -> None:
     check_dataloader_paths(cfg, loaders)
     check_evaluator_files(cfg, evaluators)
     add_resume_rng_hook(cfg)
+    use_own_work_dir_runner(cfg)
     run_phase(build_runner(cfg), 'train')
 
 

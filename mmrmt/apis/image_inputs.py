@@ -1,16 +1,18 @@
 """The images a demo run reads and the files it writes, checked before any model is built.
 
 :func:`collect_images` turns the user's INPUTS (an image, a folder or a glob
-pattern) into a list of files; :func:`unreadable_images` decodes each one the
+pattern) into a list of files; :func:`read_image_sizes` decodes each one the
 way the inference pipeline will; :func:`output_files` names the picture and
 the JSON file of each image and refuses to replace existing files unless the
-caller forces it.
+caller forces it, or to write into a path that is a file.
 """
 import glob
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import mmcv
+import numpy as np
+from mmengine.config import Config
 
 from mmrmt.utils import PreflightError, replaced_atomically
 
@@ -52,24 +54,86 @@ def collect_images(inputs: str) -> List[Path]:
     raise PreflightError(f'input not found: {inputs} (give an image, a folder or a glob pattern)')
 
 
-def unreadable_images(images: Sequence[Path]) -> Dict[Path, str]:
-    """The images that cannot be decoded, each with the reason in a few words.
+def decoded_image(image: Path) -> Tuple[Optional[np.ndarray], str]:
+    """The image decoded as the inferencers' loaders decode it (``mmcv.imfrombytes``,
+    BGR), or None and the reason in a few words."""
+    try:
+        decoded = mmcv.imfrombytes(image.read_bytes())
+    except OSError as error:
+        return None, f'cannot be read ({error.strerror})'
+    except Exception:  # noqa: BLE001 (OpenCV raises cv2.error on some byte strings)
+        decoded = None
+    if decoded is None:
+        return None, 'is not a decodable image (corrupt, truncated or another format)'
+    return decoded, ''
 
-    Images are decoded with ``mmcv.imfrombytes``, as the inferencers' loaders
-    do, so an image that passes here loads in the pipeline too.
+
+def read_image(image: Path) -> np.ndarray:
+    """The image as the image demo reads it (:func:`decoded_image`).
+
+    Raises:
+        PreflightError: It cannot be read or decoded (a truncated JPEG included).
     """
-    problems = {}
+    decoded, problem = decoded_image(image)
+    if decoded is None:
+        raise PreflightError(f'{image} {problem}')
+    return decoded
+
+
+def read_image_sizes(images: Sequence[Path]) -> Tuple[Dict[Path, Tuple[int, int]], Dict[Path, str]]:
+    """The (height, width) of each decodable image, and the problem of each other one.
+
+    Images are decoded with :func:`decoded_image`, so an image that passes
+    here loads in the pipeline too.
+    """
+    sizes, problems = {}, {}
     for image in images:
-        try:
-            decoded = mmcv.imfrombytes(image.read_bytes())
-        except OSError as error:
-            problems[image] = f'cannot be read ({error.strerror})'
-            continue
-        except Exception:  # noqa: BLE001 (OpenCV raises cv2.error on some byte strings)
-            decoded = None
+        decoded, problem = decoded_image(image)
         if decoded is None:
-            problems[image] = 'is not a decodable image (corrupt, truncated or another format)'
-    return problems
+            problems[image] = problem
+        else:
+            sizes[image] = decoded.shape[:2]
+    return sizes, problems
+
+
+def pipeline_resize_steps(cfg: Config) -> List[dict]:
+    """The ``Resize`` steps (mmcv's, mmdet's, mmseg's) of the config's test pipeline,
+    which the inferencers run on every image."""
+    pipeline = cfg.get('test_dataloader', {}).get('dataset', {}).get('pipeline', [])
+    return [step for step in pipeline if str(step.get('type', '')).split('.')[-1] == 'Resize']
+
+
+def resized(width: int, height: int, step: dict) -> Tuple[int, int]:
+    """The (width, height) ``step`` gives an image of that size, as mmcv's ``Resize`` computes it."""
+    scale, keep_ratio = step.get('scale'), step.get('keep_ratio', False)
+    if scale is None:
+        factor = step.get('scale_factor')
+        factors = factor if isinstance(factor, (tuple, list)) else (factor, factor)
+        scale = tuple(int(side * f + 0.5) for side, f in zip((width, height), factors))
+    scale = (scale, scale) if isinstance(scale, int) else tuple(scale)
+    return tuple(mmcv.rescale_size((width, height), scale)) if keep_ratio else scale
+
+
+def check_test_scale(cfg: Config, sizes: Dict[Path, Tuple[int, int]]) -> None:
+    """Fail if the test pipeline's resizing leaves an image without a row or column.
+
+    Args:
+        cfg (Config): The config whose test pipeline the inferencer runs.
+        sizes (dict): (height, width) of each image (:func:`read_image_sizes`).
+
+    Raises:
+        PreflightError: An image of extreme shape (e.g. 10000x50 pixels) that
+            a small test scale shrinks to zero pixels across.
+    """
+    for image, (height, width) in sizes.items():
+        new_width, new_height = width, height
+        for step in pipeline_resize_steps(cfg):
+            new_width, new_height = resized(new_width, new_height, step)
+        if min(new_width, new_height) < 1:
+            raise PreflightError(
+                f"{image} ({width}x{height} pixels) would be resized to {new_width}x{new_height} by the "
+                f"config's test pipeline (Resize to {step.get('scale') or step.get('scale_factor')}); crop it "
+                'to a less extreme shape, or use a config with a larger test scale')
 
 
 def output_files(images: Sequence[Path], out_dir: Path, force: bool) -> Dict[Path, OutputFiles]:

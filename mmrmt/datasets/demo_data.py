@@ -19,16 +19,18 @@
       ade/images/{training,validation}/*.jpg
       ade/annotations/{training,validation}/*.png
 
-A finished set is recorded by a stamp file; calling again with the same
-generator version does nothing.
+A finished set is recorded by a stamp file in its folder; calling again with
+the same generator version does nothing. The COCO masks are encoded with
+pycocotools, which comes with mmdet: where only mmsegmentation is installed,
+just the ADE20K set is drawn.
 """
 import json
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 import cv2
 import numpy as np
-from pycocotools import mask as mask_utils
 
 DEMO_DET_CLASSES = ('circle', 'square', 'triangle')
 DEMO_SEG_CLASSES = ('sky', 'ground', 'circle', 'square', 'triangle')
@@ -138,6 +140,7 @@ def write_jpeg(path: Path, image: Image) -> None:
 
 
 def coco_annotation(mask: Mask, category_id: int, image_id: int, annotation_id: int) -> dict:
+    from pycocotools import mask as mask_utils  # installed with mmdet
     rle = mask_utils.encode(np.asfortranarray(mask.astype(np.uint8)))
     x, y, w, h = (float(v) for v in mask_utils.toBbox(rle))
     return dict(id=annotation_id, image_id=image_id, category_id=category_id,
@@ -213,17 +216,20 @@ def make_demo_data(root: str = 'data/demo') -> None:
     """Generate the demo COCO and ADE20K sets under ``root`` unless already there.
 
     Deterministic: the same version of this module always draws the same
-    pixels and annotations.
+    pixels and annotations. Without pycocotools (an environment with
+    mmsegmentation only) the COCO set is left out.
 
     Args:
         root (str): Folder receiving ``coco/`` and ``ade/``.
     """
     root_path = Path(root)
-    stamp = root_path / STAMP_NAME
-    if stamp.is_file() and stamp.read_text() == VERSION:
-        return
-    for split, (name, count) in enumerate(SPLIT_SIZES['coco'].items()):
-        make_coco_split(root_path, split, name, count)
-    for split, (name, count) in enumerate(SPLIT_SIZES['ade'].items(), start=len(SPLIT_SIZES['coco'])):
-        make_ade_split(root_path, split, name, count)
-    stamp.write_text(VERSION)
+    makers: Dict[str, Callable[[Path, int, str, int], None]] = dict(coco=make_coco_split, ade=make_ade_split)
+    first_split = 0  # each split draws from its own random stream
+    for dataset, splits in SPLIT_SIZES.items():
+        stamp = root_path / dataset / STAMP_NAME
+        drawable = dataset != 'coco' or find_spec('pycocotools') is not None
+        if drawable and not (stamp.is_file() and stamp.read_text() == VERSION):
+            for split, (name, count) in enumerate(splits.items(), start=first_split):
+                makers[dataset](root_path, split, name, count)
+            stamp.write_text(VERSION)
+        first_split += len(splits)

@@ -9,31 +9,42 @@ must be a training checkpoint, and the model the config describes must find
 each of its weights in the file, with the same shape, and nothing more
 (``--allow-partial-load`` skips that last check for deliberate partial loads).
 """
+import logging
 import os.path as osp
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import torch
 from mmengine.config import Config
+from mmengine.logging import print_log
 from mmengine.model import BaseTTAModel
-from mmengine.runner import find_latest_checkpoint
 
 from mmrmt.checkpoint import extract_state_dict, fit_problems, read_checkpoint, resumed_config, shapes
+from mmrmt.engine.own_checkpoint import ForeignCheckpointError, own_last_checkpoint
 from .model_from_config import build_cpu_model
 from .preflight import PreflightError, is_remote
 
 
-def latest_checkpoint(work_dir: str) -> str:
-    """The checkpoint ``--resume`` without a path continues from.
+def latest_checkpoint(work_dir: str, out_dir: Optional[str] = None) -> str:
+    """The checkpoint ``--resume`` without a path continues from: the one
+    ``last_checkpoint`` names, in the run's own checkpoint folder (the work
+    dir, or ``out_dir/<work dir name>``; see :func:`~mmrmt.engine.own_last_checkpoint`).
 
     Raises:
         PreflightError: The work dir holds no ``last_checkpoint`` record, so
-            the run would silently start from scratch.
+            the run would silently start from scratch; or the record names
+            another folder's checkpoint, absent from the run's own.
     """
     if not osp.isfile(osp.join(work_dir, 'last_checkpoint')):
         raise PreflightError(f'--resume found no checkpoint to resume from in {work_dir} (no '
                              'last_checkpoint file); name one with --resume CKPT, or train from '
                              'scratch without --resume')
-    return find_latest_checkpoint(work_dir)
+    try:
+        checkpoint, moved = own_last_checkpoint(work_dir, out_dir)
+    except ForeignCheckpointError as error:
+        raise PreflightError(str(error)) from error
+    if moved:
+        print_log(moved, logger='current', level=logging.WARNING)
+    return checkpoint
 
 
 def lacking_resume_keys(checkpoint: dict) -> List[str]:

@@ -2,6 +2,8 @@
 annotations match the pictures."""
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -68,3 +70,17 @@ def test_deterministic_and_idempotent(root, tmp_path):
     again = tmp_path / 'again'
     make_demo_data(str(again))
     assert digest(again) == first
+
+
+def test_without_mmdet_only_the_ade_set_is_drawn_and_identical(root, tmp_path):
+    """A segmentation-only environment: no mmdet, so no pycocotools to encode COCO masks."""
+    script = ('import sys\n'
+              'for name in ("mmdet", "pycocotools"):\n'
+              '    sys.modules[name] = None  # as if not installed\n'
+              'from mmrmt.datasets import make_demo_data\n'
+              'make_demo_data(sys.argv[1])\n')
+    result = subprocess.run([sys.executable, '-c', script, str(tmp_path)], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['ade']
+    assert digest(tmp_path) == {name: value for name, value in digest(root).items() if name.startswith('ade/')}

@@ -7,7 +7,6 @@ does its job as usual (the text is never read as code), and the marker never
 appears. The model converters, which read the saved config for the backbone's
 arch, have their cases in test_model_converters.py and test_upstream_trained.py.
 """
-from importlib import import_module
 from pathlib import Path
 from typing import Tuple
 
@@ -15,8 +14,8 @@ import pytest
 import torch
 from helpers.code_in_checkpoint import with_code_in_saved_config
 from helpers.tool_modules import import_tool
-from tool_process import (DET_CONFIG, assert_fails_with, check_ok, det_data_options, load_checkpoint,
-                          run_script, run_tool)
+from tool_process import (DET_CONFIG, assert_fails_with, check_ok, det_data_options, library_train_script,
+                          load_checkpoint, run_script, run_tool)
 
 
 @pytest.fixture
@@ -41,8 +40,7 @@ def test_mmdet_train_script_resumes_without_running_code(trap, demo_root, tmp_pa
     """mmdet's own train.py on our config: the ResumeRNGHook the config names keeps
     mmengine's resume from running ``meta['config']``."""
     checkpoint, marker = trap
-    script = Path(import_module('mmdet').__file__).parent / '.mim' / 'tools' / 'train.py'
-    result = run_script(script, [DET_CONFIG, '--work-dir', tmp_path / 'work', '--resume', checkpoint,
+    result = run_script(library_train_script('mmdet'), [DET_CONFIG, '--work-dir', tmp_path / 'work', '--resume', checkpoint,
                                  '--cfg-options', 'train_cfg.val_interval=100', *det_data_options(demo_root)])
     check_ok(result)
     assert 'resumed epoch: 0, iter: 4' in result.stdout + result.stderr and not marker.exists()

@@ -11,7 +11,7 @@ import pytest
 from pycocotools import mask as mask_utils
 from tool_process import DET_CONFIG, SEG_CONFIG, run_tool
 
-from mmrmt.apis import collect_images, output_files, unreadable_images
+from mmrmt.apis import check_test_scale, collect_images, output_files, read_image_sizes
 from mmrmt.apis.image_inference import resolve_palette
 from mmrmt.datasets import DEMO_DET_CLASSES, DEMO_SEG_CLASSES
 from mmrmt.utils import PreflightError
@@ -128,7 +128,8 @@ def test_inputs_are_checked_before_the_model(tmp_path):
     found = collect_images(str(tmp_path / '**' / 'x.*'))
     assert found == [tmp_path / 'a' / 'x.png', tmp_path / 'b' / 'x.jpg']
     assert collect_images(str(tmp_path / 'b')) == [tmp_path / 'b' / 'x.jpg']
-    assert list(unreadable_images(found)) == [tmp_path / 'b' / 'x.jpg']
+    sizes, problems = read_image_sizes(found)
+    assert sizes == {tmp_path / 'a' / 'x.png': (4, 4)} and list(problems) == [tmp_path / 'b' / 'x.jpg']
     with pytest.raises(PreflightError, match='would write the same output files'):
         output_files(found, tmp_path / 'out', force=False)
 
@@ -144,3 +145,47 @@ def test_palettes_by_name():
         resolve_palette('ade20k', 'mmdet', 3)
     with pytest.raises(PreflightError, match='--palette voc has 21 colours for 30 classes'):
         resolve_palette('voc', 'mmseg', 30)
+
+
+def assert_one_line_refusal(result, expected: str, out_dir: Path) -> None:
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [expected], result.stderr[-2000:]
+    assert not out_dir.exists() or out_dir.is_file()
+
+
+def test_an_image_the_test_scale_shrinks_to_nothing_is_refused_before_the_model(tmp_path):
+    """The test configs resize to fit 64x64: a 10000x50 image would become 64x0 pixels
+    (a cv2.resize traceback after the model was built)."""
+    wide = tmp_path / 'wide.png'
+    cv2.imwrite(str(wide), np.full((50, 10000, 3), 128, np.uint8))
+    out_dir = tmp_path / 'out'
+    for config in (DET_CONFIG, SEG_CONFIG):
+        result = run_tool([IMAGE_DEMO, wide, config, '--out-dir', out_dir, '--device', 'cpu'])
+        assert_one_line_refusal(result, (
+            f"error: {wide} (10000x50 pixels) would be resized to 64x0 by the config's test pipeline "
+            '(Resize to (64, 64)); crop it to a less extreme shape, or use a config with a larger test scale'),
+            out_dir)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['wide.png']
+
+
+def test_test_scale_follows_mmcv_resize():
+    from mmengine.config import Config
+    cfg = Config(dict(test_dataloader=dict(dataset=dict(pipeline=[
+        dict(type='LoadImageFromFile'), dict(type='mmdet.Resize', scale=(1333, 800), keep_ratio=True)]))))
+    check_test_scale(cfg, {Path('tall.png'): (20000, 8)})  # 0.53 pixels wide: rounded to one column
+    with pytest.raises(PreflightError, match=r'tall\.png \(7x20000 pixels\) would be resized to 0x1333'):
+        check_test_scale(cfg, {Path('tall.png'): (20000, 7)})
+    cfg.test_dataloader.dataset.pipeline[1] = dict(type='Resize', scale=(64, 64), keep_ratio=False)
+    check_test_scale(cfg, {Path('wide.png'): (50, 10000)})  # stretched to 64x64
+
+
+def test_out_dir_naming_a_file_is_refused_before_the_model(demo_root, tmp_path):
+    image = demo_root / 'ade' / 'images' / 'validation' / 'validation_0000.jpg'
+    a_file = tmp_path / 'notes.txt'
+    a_file.write_text('a user file')
+    result = run_tool([IMAGE_DEMO, image, SEG_CONFIG, '--out-dir', a_file, '--device', 'cpu'])
+    assert_one_line_refusal(result, f'error: --out-dir {a_file} exists and is not a folder', a_file)
+    result = run_tool([IMAGE_DEMO, image, SEG_CONFIG, '--out-dir', a_file / 'out', '--device', 'cpu'])
+    assert_one_line_refusal(
+        result, f'error: --out-dir {a_file / "out"} cannot be created: {a_file} is a file, not a folder', a_file)
+    assert a_file.read_text() == 'a user file' and sorted(tmp_path.iterdir()) == [a_file]

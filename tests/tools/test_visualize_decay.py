@@ -100,9 +100,17 @@ def test_inputs_are_checked_before_anything_is_computed(image, tmp_path):
     out = tmp_path / 'out.png'
     broken = tmp_path / 'broken.jpg'
     broken.write_bytes(b'not an image')
+    truncated = tmp_path / 'truncated.jpg'  # OpenCV's imread decodes it, half grey, with a warning
+    whole = cv2.imencode('.jpg', cv2.imread(image))[1].tobytes()
+    truncated.write_bytes(whole[:len(whole) // 2])
+    assert cv2.imread(str(truncated)) is not None
     cases = [
         ([str(tmp_path / 'missing.py'), '--image', image], 'config file not found'),
-        ([str(DET_CONFIG), '--image', str(broken)], 'cannot read the image'),
+        ([str(DET_CONFIG), '--image', str(broken)],
+         r'broken\.jpg is not a decodable image \(corrupt, truncated or another format\)$'),
+        ([str(DET_CONFIG), '--image', str(truncated)], r'truncated\.jpg is not a decodable image'),
+        ([str(DET_CONFIG), '--image', str(tmp_path / 'missing.jpg')],
+         r'missing\.jpg cannot be read \(No such file or directory\)$'),
         ([str(DET_CONFIG), '--image', image, '--stage', '4'], r'--stage 4 is out of range: RMT has stages 0-3'),
         ([str(DET_CONFIG), '--image', image, '--block', '1'], r'--block 1 is out of range: stage 2 has blocks 0-0'),
         ([str(DET_CONFIG), '--image', image, '--query', '7', '0'],
@@ -117,7 +125,7 @@ def test_inputs_are_checked_before_anything_is_computed(image, tmp_path):
             visualize_decay.main(argv + ['--out', str(out)])
     with pytest.raises(PreflightError, match='must name a .png'):
         visualize_decay.main([str(DET_CONFIG), '--image', image, '--out', str(tmp_path / 'out.jpg')])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ['broken.jpg']
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['broken.jpg', 'truncated.jpg']
     out.write_bytes(b'keep me')
     with pytest.raises(PreflightError, match='exists; choose another path, or add --force'):
         visualize_decay.main([str(DET_CONFIG), '--image', image, '--out', str(out)])

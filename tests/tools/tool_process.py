@@ -2,9 +2,11 @@
 import os
 import re
 import runpy
+import shutil
 import socket
 import subprocess
 import sys
+from importlib import import_module
 from pathlib import Path
 from typing import List, Sequence
 
@@ -30,6 +32,11 @@ def run_script(script: Path, args: Sequence[object], timeout: float = 300) -> su
     command = ['bash', str(script)] if script.suffix == '.sh' else [sys.executable, str(script)]
     return subprocess.run(command + [str(arg) for arg in args], cwd=REPO, env=tool_env(),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def library_train_script(library: str) -> Path:
+    """The tools/train.py shipped inside an installed mmdet / mmseg package."""
+    return Path(import_module(library).__file__).parent / '.mim' / 'tools' / 'train.py'
 
 
 def run_tool(args: Sequence[object], timeout: float = 300) -> subprocess.CompletedProcess:
@@ -91,3 +98,24 @@ def exit_message(tool: str, args, monkeypatch, capsys) -> str:
     assert captured.out == '' and captured.err == '', 'the tool printed more than its error'
     assert isinstance(exited.value.code, str) and '\n' not in exited.value.code
     return exited.value.code
+
+
+def copy_without(work_dir: Path, copy: Path, removed: Sequence[str] = ()) -> Path:
+    """``cp -r work_dir copy``, then the ``removed`` files deleted from the copy."""
+    shutil.copytree(work_dir, copy)
+    for name in removed:
+        (copy / name).unlink()
+    return copy
+
+
+def files_under(folder: Path) -> List[str]:
+    """Every path below ``folder``, to compare before and after a run."""
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob('*'))
+
+
+def foreign_checkpoint_error(copy: Path, original: Path) -> str:
+    """The line a run resuming a copied work dir that lacks the last checkpoint ends with."""
+    return (f'error: {copy}/last_checkpoint names {original}/iter_4.pth, a checkpoint outside '
+            f"this run's folder {copy} (a copied or moved work dir?), and {copy}/iter_4.pth does "
+            f'not exist: resume from a checkpoint of this work dir by naming it (--resume CKPT), '
+            f'or delete {copy}/last_checkpoint to train from scratch')

@@ -26,6 +26,7 @@ the variant, the attention is random).
 """
 import argparse
 import os.path as osp
+from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
 import cv2
@@ -33,6 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from mmrmt.apis import read_image as read_image_file
 from mmrmt.checkpoint import extract_state_dict, read_checkpoint
 from mmrmt.models.backbones import RMT
 from mmrmt.models.backbones.rmt import apply_rotary
@@ -75,10 +77,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 # --- inputs ------------------------------------------------------------------
 def read_image(path: str, max_size: int) -> np.ndarray:
-    """The image as BGR uint8, its longer side at most ``max_size``."""
-    image = cv2.imread(path, cv2.IMREAD_COLOR)
-    if image is None:
-        raise PreflightError(f'cannot read the image {path} (missing, or not an image file)')
+    """The image as BGR uint8, read as the image demo reads it (a truncated file
+    is refused), its longer side at most ``max_size``."""
+    image = read_image_file(Path(path))
     scale = max_size / max(image.shape[:2])
     if scale < 1:
         image = cv2.resize(image, (round(image.shape[1] * scale), round(image.shape[0] * scale)),

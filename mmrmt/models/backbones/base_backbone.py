@@ -1,4 +1,5 @@
 """Behaviour every mmrmt backbone shares: outputs, freezing, norm_eval, loading."""
+import warnings
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -9,6 +10,10 @@ from torch.utils.checkpoint import checkpoint
 
 from mmrmt.checkpoint import load_pretrained
 from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, check_arg
+
+#: Checkpoint names of mmengine's model zoos (ResNets, HRNets, ... of
+#: torchvision and OpenMMLab): never a checkpoint of an mmrmt backbone.
+FOREIGN_ZOO_PREFIXES = ('open-mmlab://', 'openmmlab://', 'torchvision://', 'modelzoo://', 'mmcls://')
 
 
 class PyramidBackbone(BaseModule):
@@ -45,6 +50,12 @@ class PyramidBackbone(BaseModule):
         drop_path_rate (float): Stochastic depth rate of the last block, in
             [0, 1).
         norm_cfg (dict): Config of the backbone's BatchNorm-like layers.
+        pretrained (str, optional): Deprecated, as in mmdet's and mmseg's
+            backbones: a checkpoint path becomes ``init_cfg=dict(
+            type='Pretrained', checkpoint=pretrained)``. mmseg's segmentors
+            pass their ``model.pretrained`` here; a model-zoo name of another
+            network (``open-mmlab://resnet50_v1c`` of mmseg's ResNet bases)
+            is refused. Defaults to None.
     """
 
     dropped_checkpoint_prefixes: Tuple[str, ...] = ()
@@ -60,7 +71,8 @@ class PyramidBackbone(BaseModule):
                  init_cfg: Optional[dict] = None,
                  *,
                  drop_path_rate: float,
-                 norm_cfg: dict) -> None:
+                 norm_cfg: dict,
+                 pretrained: Optional[str] = None) -> None:
         name = type(self).__name__
         check_arg(name, 'in_channels', in_channels, POSITIVE_INT)
         out_indices = self._stage_indices(out_indices, num_stages)
@@ -74,6 +86,7 @@ class PyramidBackbone(BaseModule):
         if not isinstance(norm_cfg, dict) or not isinstance(norm_cfg.get('type'), str):
             raise TypeError(f"{name}: norm_cfg must be a dict with a 'type', e.g. dict(type='BN') or "
                             f"dict(type='SyncBN', requires_grad=True), got {norm_cfg!r}.")
+        init_cfg = self._init_cfg_from_pretrained(pretrained, init_cfg)
         self._check_init_cfg(init_cfg)
         super().__init__(init_cfg=init_cfg)
         self.in_channels = in_channels
@@ -94,6 +107,30 @@ class PyramidBackbone(BaseModule):
                              f'[0, {num_stages - 1}] (negative ones count from the end), got {out_indices!r}.')
         return tuple(sorted(i % num_stages for i in indices))
 
+    def _refuse_foreign_zoo_checkpoint(self, argument: str, checkpoint: str) -> None:
+        """Refuse a model-zoo checkpoint of another network (see :data:`FOREIGN_ZOO_PREFIXES`)."""
+        if checkpoint.startswith(FOREIGN_ZOO_PREFIXES):
+            raise ValueError(f'{type(self).__name__}: {argument}={checkpoint!r} is a checkpoint of another '
+                             'network (the ResNet of an mmdet/mmseg base config?): set model.pretrained=None '
+                             'in your config and give the backbone its own checkpoint as '
+                             "init_cfg=dict(type='Pretrained', checkpoint=...).")
+
+    def _init_cfg_from_pretrained(self, pretrained: Optional[str], init_cfg: Optional[dict]) -> Optional[dict]:
+        """The ``init_cfg`` a deprecated ``pretrained`` path stands for (mmseg's way)."""
+        if pretrained is None:
+            return init_cfg
+        name = type(self).__name__
+        if not isinstance(pretrained, str) or not pretrained:
+            raise TypeError(f'{name}: pretrained must be a checkpoint path or None, got {pretrained!r}.')
+        self._refuse_foreign_zoo_checkpoint('pretrained', pretrained)
+        if init_cfg is not None:
+            raise ValueError(f'{name}: pretrained={pretrained!r} and init_cfg are both set: give the checkpoint '
+                             "once, as init_cfg=dict(type='Pretrained', checkpoint=...), and set "
+                             'model.pretrained=None.')
+        warnings.warn(f"{name}: pretrained is deprecated, use init_cfg=dict(type='Pretrained', "
+                      f'checkpoint={pretrained!r})', DeprecationWarning)
+        return dict(type='Pretrained', checkpoint=pretrained)
+
     def _check_init_cfg(self, init_cfg: Optional[dict]) -> None:
         """Accept None or ``dict(type='Pretrained', checkpoint=PATH[, prefix=STR])`` only."""
         if init_cfg is None:
@@ -105,6 +142,7 @@ class PyramidBackbone(BaseModule):
             raise ValueError(f"{type(self).__name__}: init_cfg must be None or dict(type='Pretrained', "
                              f"checkpoint=PATH_OR_URL) with an optional prefix=STR (keys {list(allowed)}), "
                              f'got {init_cfg!r}.')
+        self._refuse_foreign_zoo_checkpoint("init_cfg['checkpoint']", init_cfg['checkpoint'])
 
     # --- to be provided by subclasses ---------------------------------------
     def _frozen_modules(self) -> List[nn.Module]:

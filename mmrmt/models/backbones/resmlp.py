@@ -228,6 +228,8 @@ class ResMLP(PyramidBackbone):
         with_cp (bool): Activation checkpointing per block. Defaults to False.
         init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
             to load a timm (or authors') ImageNet checkpoint.
+        pretrained (str, optional): Deprecated (mmseg passes its
+            ``model.pretrained`` here): see :class:`PyramidBackbone`.
     """
 
     arch_zoo: Dict[str, dict] = {
@@ -255,7 +257,8 @@ class ResMLP(PyramidBackbone):
                  norm_eval: bool = False,
                  norm_cfg: dict = dict(type='BN'),
                  with_cp: bool = False,
-                 init_cfg: Optional[dict] = None) -> None:
+                 init_cfg: Optional[dict] = None,
+                 pretrained: Optional[str] = None) -> None:
         settings = self._settings(arch)
         check_arg('ResMLP', 'shift_windows', shift_windows, BOOL)
         dims, depth, patch = settings['embed_dims'], settings['depth'], settings['patch_size']
@@ -271,7 +274,7 @@ class ResMLP(PyramidBackbone):
             raise ValueError(f'ResMLP: out_indices must name one block for each of the out_levels '
                              f'{out_levels}, got {out_indices!r}.')
         super().__init__(in_channels, depth, out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
-                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg)
+                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg, pretrained=pretrained)
         if [index % depth for index in out_indices] != list(self.out_indices):
             raise ValueError(f'ResMLP: out_indices must be ascending (the block of each level of out_levels, '
                              f'in order), got {out_indices!r}.')

@@ -220,6 +220,8 @@ class ResT(PyramidBackbone):
         with_cp (bool): Activation checkpointing per block. Defaults to False.
         init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
             to load an upstream ImageNet checkpoint.
+        pretrained (str, optional): Deprecated (mmseg passes its
+            ``model.pretrained`` here): see :class:`PyramidBackbone`.
     """
 
     arch_zoo: Dict[str, dict] = {
@@ -248,14 +250,15 @@ class ResT(PyramidBackbone):
                  norm_eval: bool = False,
                  norm_cfg: dict = dict(type='BN'),
                  with_cp: bool = False,
-                 init_cfg: Optional[dict] = None) -> None:
+                 init_cfg: Optional[dict] = None,
+                 pretrained: Optional[str] = None) -> None:
         settings = resolve_arch(arch, self.arch_zoo, 'ResT', per_stage=self.per_stage_args,
                                 optional=self.optional_arch_args)
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
         if drop_path_rate is None:
             drop_path_rate = settings.get('drop_path_rate', 0.1)
         super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
-                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg)
+                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg, pretrained=pretrained)
         check_heads_divide_dims(dims, heads, 'ResT')
         check_arg('ResT', "arch['embed_dims'][0]", dims[0],
                   ArgKind(INT, lambda channels: channels >= 2, "an int >= 2 (the stem's hidden convs have half)"))

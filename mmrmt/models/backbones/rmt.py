@@ -332,6 +332,8 @@ class RMT(PyramidBackbone):
             with the same parameters.
         init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
             to load an upstream ImageNet (or detection) checkpoint.
+        pretrained (str, optional): Deprecated (mmseg passes its
+            ``model.pretrained`` here): see :class:`PyramidBackbone`.
     """
 
     arch_zoo: Dict[str, dict] = {
@@ -372,13 +374,14 @@ class RMT(PyramidBackbone):
                  norm_cfg: dict = dict(type='BN'),
                  with_cp: bool = False,
                  attn_impl: str = 'fast',
-                 init_cfg: Optional[dict] = None) -> None:
+                 init_cfg: Optional[dict] = None,
+                 pretrained: Optional[str] = None) -> None:
         stem_cls, stage_cls = implementation(attn_impl)
         settings = resolve_arch(arch, self.arch_zoo, 'RMT', per_stage=self.per_stage_args,
                                 optional=self.optional_arch_args)
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
         super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
-                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg)
+                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg, pretrained=pretrained)
         check_heads_divide_dims(dims, heads, 'RMT')
         for stage, (channels, num_heads) in enumerate(zip(dims, heads)):
             if (channels // num_heads) % 2:

@@ -1,0 +1,105 @@
+"""Resume from a work dir's own checkpoints, not from those of the work dir it was copied from.
+
+mmengine's CheckpointHook records the path of the latest checkpoint in
+``<work_dir>/last_checkpoint`` as an absolute path, and saves the paths of
+the latest and best checkpoints in the message hub of every checkpoint. After
+``cp -r wd wd2`` both still name files in ``wd``: resuming ``wd2`` would load
+``wd``'s checkpoint, and a new best checkpoint of ``wd2`` would delete
+``wd``'s. Here such paths are moved into the run's own checkpoint folder
+(the same file name there).
+"""
+import os.path as osp
+import posixpath
+from typing import Optional, Tuple
+
+from mmengine.config import Config
+from mmengine.logging import MessageHub
+from mmengine.runner import find_latest_checkpoint
+
+# message hub keys holding checkpoint paths (CheckpointHook's last and best checkpoints)
+CHECKPOINT_PATH_KEYS = ('last_ckpt', 'best_ckpt')
+
+
+class ForeignCheckpointError(ValueError):
+    """``last_checkpoint`` names another folder's checkpoint, absent from the run's own."""
+
+
+def is_remote(path: str) -> bool:
+    return '://' in path
+
+
+def checkpoint_out_dir(cfg: Config) -> Optional[str]:
+    """The ``out_dir`` of the config's CheckpointHook (None: the work dir)."""
+    hook = (cfg.get('default_hooks') or {}).get('checkpoint')
+    return hook.get('out_dir') if isinstance(hook, dict) else None
+
+
+def checkpoint_folder(work_dir: str, out_dir: Optional[str] = None) -> str:
+    """Where mmengine's CheckpointHook saves the run's checkpoints: the work dir,
+    or ``<out_dir>/<name of the work dir>`` when the hook has an ``out_dir``."""
+    work_dir = osp.abspath(work_dir)
+    if out_dir is None:
+        return work_dir
+    if is_remote(out_dir):
+        return posixpath.join(out_dir, osp.basename(work_dir))
+    return osp.join(osp.abspath(out_dir), osp.basename(work_dir))
+
+
+def is_inside(path: str, folder: str) -> bool:
+    """Whether file ``path`` lies directly in ``folder`` (links resolved, for local paths)."""
+    if is_remote(path) or is_remote(folder):
+        return posixpath.dirname(path) == folder.rstrip('/')
+    return osp.realpath(osp.dirname(osp.abspath(path))) == osp.realpath(folder)
+
+
+def moved_into(path: str, folder: str) -> str:
+    """``path``'s file name inside ``folder``."""
+    join = posixpath.join if is_remote(folder) else osp.join
+    return join(folder, posixpath.basename(path) if is_remote(path) else osp.basename(path))
+
+
+def own_last_checkpoint(work_dir: str,
+                        out_dir: Optional[str] = None) -> Tuple[Optional[str], Optional[str]]:
+    """The checkpoint ``work_dir``'s ``last_checkpoint`` names, in the run's own folder.
+
+    Args:
+        work_dir (str): The run's work dir.
+        out_dir (str, optional): Its CheckpointHook's ``out_dir``.
+
+    Returns:
+        tuple: The checkpoint: the recorded path when it lies in the run's
+        checkpoint folder (see :func:`checkpoint_folder`), else the file of
+        the same name there, or None without ``last_checkpoint``; and, when
+        the path was moved, a line saying so for the log (else None).
+
+    Raises:
+        ForeignCheckpointError: The recorded path lies elsewhere and the
+            checkpoint folder has no file of that name.
+    """
+    recorded = find_latest_checkpoint(work_dir)
+    folder = checkpoint_folder(work_dir, out_dir)
+    if recorded is None or is_inside(recorded, folder):
+        return recorded, None
+    record_file = osp.join(osp.abspath(work_dir), 'last_checkpoint')
+    own = moved_into(recorded, folder)
+    if not (is_remote(own) or osp.isfile(own)):
+        raise ForeignCheckpointError(
+            f'{record_file} names {recorded}, a checkpoint outside this run\'s folder {folder} '
+            f'(a copied or moved work dir?), and {own} does not exist: resume from a checkpoint '
+            f'of this work dir by naming it (--resume CKPT), or delete {record_file} to train '
+            'from scratch')
+    return own, (f'{record_file} names {recorded}, outside this run\'s folder {folder} (a '
+                 f'copied or moved work dir?): resuming from {own} instead')
+
+
+def keep_checkpoint_paths_own(message_hub: MessageHub, folder: str) -> None:
+    """Move the checkpoint paths a resumed message hub holds into ``folder``.
+
+    CheckpointHook deletes the previous best checkpoint when it saves a
+    better one, at the path the message hub holds: a run resumed from
+    another work dir's checkpoint would delete that work dir's file.
+    """
+    for key, value in list(message_hub.runtime_info.items()):
+        if (key.startswith(CHECKPOINT_PATH_KEYS) and isinstance(value, str)
+                and not is_inside(value, folder)):
+            message_hub.update_info(key, moved_into(value, folder))

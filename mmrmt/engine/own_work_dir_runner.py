@@ -1,0 +1,147 @@
+"""mmengine's Runner, keeping to a work dir of its own."""
+import sys
+from inspect import signature
+from typing import Any, Callable, List, NoReturn, Optional
+
+from mmengine.dist import broadcast_object_list
+from mmengine.logging import MMLogger
+from mmengine.registry import RUNNERS
+from mmengine.runner import Runner
+
+from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir,
+                             keep_checkpoint_paths_own, own_last_checkpoint)
+from .work_dir_lock import WorkDirBusyError, WorkDirLock
+
+
+@RUNNERS.register_module()
+class OwnWorkDirRunner(Runner):
+    """mmengine's :class:`~mmengine.runner.Runner`, with a work dir that
+    belongs to one run at a time and a resume that reads only its own files.
+
+    * **One run at a time.** Right after creating the work dir (and joining
+      the process group of a distributed run), before writing anything, rank
+      0 takes the work dir's lock (see :mod:`mmrmt.engine.work_dir_lock`) and
+      tells the other ranks the outcome. A second run into the same work dir
+      ends there, each rank with status 1, rank 0 printing one line that
+      names the running one. A lock left by a killed run is taken over with
+      a warning in the log. ``train()``, ``val()`` and ``test()`` release it
+      when they end, also on errors.
+    * **Resume from its own checkpoints.** ``resume=True`` without
+      ``load_from`` resumes from the checkpoint the work dir's
+      ``last_checkpoint`` names, moved into the run's own checkpoint folder
+      when it names another (a copied work dir), or ends with one line when
+      that folder lacks it (see :func:`~mmrmt.engine.own_last_checkpoint`).
+      After resuming, the last and best checkpoint paths of the message hub
+      point into that folder too, so a new best checkpoint never deletes
+      another work dir's.
+
+    mmrmt's configs select it with ``runner_type='OwnWorkDirRunner'``
+    (``configs/_base_/mmrmt_runtime.py``), which mmdet's and mmseg's own
+    ``tools/train.py`` and ``tools/test.py`` honour. It takes the
+    arguments of :class:`~mmengine.runner.Runner`.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        arguments = signature(Runner.__init__).bind(self, *args, **kwargs).arguments
+        # resume=True without load_from: resume from the work dir's last checkpoint
+        self._auto_resume = bool(arguments.get('resume')) and arguments.get('load_from') is None
+        self._work_dir_lock: Optional[WorkDirLock] = None
+        self._holds_work_dir = False
+        self._notes: List[str] = []  # for the log, once it exists
+        try:
+            super().__init__(*args, **kwargs)
+        except BaseException:
+            self._release_work_dir()
+            raise
+
+    def setup_env(self, env_cfg: dict) -> None:
+        """mmengine's setup (process group, timestamp), then the work dir's lock and,
+        for an automatic resume, the checkpoint to resume from: before anything is written."""
+        super().setup_env(env_cfg)
+        self._claim_work_dir()
+        if self._auto_resume:
+            try:
+                self._own_resume_checkpoint, moved = own_last_checkpoint(
+                    self.work_dir, checkpoint_out_dir(self.cfg))
+            except ForeignCheckpointError as error:
+                self._exit_with(str(error))
+            if moved:
+                self._note(moved)
+
+    def build_logger(self, *args, **kwargs) -> MMLogger:
+        """mmengine's logger, its first lines telling of a lock taken over from an ended
+        run and of a ``last_checkpoint`` moved into the run's folder."""
+        logger = super().build_logger(*args, **kwargs)
+        for note in self._notes:
+            logger.warning(note)
+        return logger
+
+    def train(self) -> Any:
+        return self._in_own_work_dir(super().train)
+
+    def val(self) -> dict:
+        return self._in_own_work_dir(super().val)
+
+    def test(self) -> dict:
+        return self._in_own_work_dir(super().test)
+
+    def load_or_resume(self) -> None:
+        """mmengine's, with ``resume=True`` resuming from the run's own last checkpoint."""
+        if self._auto_resume and not self._has_loaded:
+            self._load_from = self._own_resume_checkpoint
+        super().load_or_resume()
+
+    def resume(self, filename: str, *args, **kwargs) -> None:
+        """mmengine's, then the message hub's checkpoint paths moved into the run's folder."""
+        super().resume(filename, *args, **kwargs)
+        folder = checkpoint_folder(self.work_dir, checkpoint_out_dir(self.cfg))
+        keep_checkpoint_paths_own(self.message_hub, folder)
+
+    def _in_own_work_dir(self, phase: Callable[[], Any]) -> Any:
+        """Run ``phase`` holding the work dir's lock, released afterwards."""
+        if not self._holds_work_dir:
+            self._claim_work_dir()
+        try:
+            return phase()
+        finally:
+            self._release_work_dir()
+
+    def _claim_work_dir(self) -> None:
+        """Rank 0 takes the lock; every rank learns whether it got it (no rank waits on one
+        that has left) and, if not, ends the process."""
+        refusal = [None]
+        if self.rank == 0:
+            self._work_dir_lock = WorkDirLock(self.work_dir)
+            try:
+                self._work_dir_lock.acquire()
+            except WorkDirBusyError as error:
+                refusal = [str(error)]
+            except OSError as error:  # e.g. a read-only work dir: every rank must learn it
+                refusal = [f'cannot create {self._work_dir_lock.path}: {error.strerror}']
+            stale = self._work_dir_lock.taken_over
+            if stale is not None:
+                self._note(f'took over {self._work_dir_lock.path}: the run that held it '
+                           f'({stale.describe()}) no longer exists')
+        broadcast_object_list(refusal)
+        if refusal[0] is not None:
+            self._exit_with(refusal[0])
+        self._holds_work_dir = True
+
+    def _release_work_dir(self) -> None:
+        if self._work_dir_lock is not None:
+            self._work_dir_lock.release()
+        self._holds_work_dir = False
+
+    def _note(self, message: str) -> None:
+        """A warning for the log; kept until the logger exists."""
+        logger = getattr(self, 'logger', None)
+        if logger is None:
+            self._notes.append(message)
+        else:
+            logger.warning(message)
+
+    def _exit_with(self, message: str) -> NoReturn:
+        """End this process with status 1; rank 0 prints ``error: <message>``."""
+        if self.rank == 0:
+            sys.exit(f'error: {message}')
+        sys.exit(1)
