@@ -26,7 +26,7 @@ from mmengine.registry import (DATASETS, EVALUATOR, HOOKS, LOG_PROCESSORS, LOOPS
                                OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS, TRANSFORMS, VISBACKENDS,
                                VISUALIZERS, DefaultScope)
 
-from mmrmt.models.backbones.arch import (NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL,
+from mmrmt.models.backbones.arch import (NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT,
                                          ArgKind, check_arg)
 from .preflight import PreflightError
 
@@ -43,7 +43,7 @@ TYPO_CUTOFF = 0.8
 #: The values the fields the tools know accept, by the last part of the key.
 FIELD_KINDS: Dict[str, ArgKind] = dict(
     max_iters=POSITIVE_INT, max_epochs=POSITIVE_INT, val_interval=POSITIVE_INT, batch_size=POSITIVE_INT,
-    num_workers=NON_NEGATIVE_INT, lr=POSITIVE_REAL, weight_decay=NON_NEGATIVE_REAL,
+    num_workers=NON_NEGATIVE_INT, lr=NON_NEGATIVE_REAL, weight_decay=NON_NEGATIVE_REAL,
     base_batch_size=POSITIVE_INT)
 
 

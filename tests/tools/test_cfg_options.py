@@ -21,7 +21,7 @@ from mmrmt.utils import apply_cfg_options, read_config
     ('train_cfg.max_iters=abc', "--cfg-options: train_cfg.max_iters must be an int >= 1, got 'abc' (str)"),
     ('train_cfg.max_iters=2.5', '--cfg-options: train_cfg.max_iters must be an int >= 1, got 2.5 (float)'),
     ('train_dataloader.batch_size=0', '--cfg-options: train_dataloader.batch_size must be an int >= 1, got 0'),
-    ('optim_wrapper.optimizer.lr=-0.01', '--cfg-options: optim_wrapper.optimizer.lr must be a finite number > 0, '
+    ('optim_wrapper.optimizer.lr=-0.01', '--cfg-options: optim_wrapper.optimizer.lr must be a finite number >= 0, '
      'got -0.01'),
     ('train_cfg.max_iters', "--cfg-options takes KEY=VALUE pairs, got 'train_cfg.max_iters'; e.g. "
      'train_cfg.max_iters=VALUE'),

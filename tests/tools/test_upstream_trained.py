@@ -181,7 +181,7 @@ def test_converter_checks_before_writing(tiny_upstream_detector, tmp_path):
     with pytest.raises(PreflightError, match='is the source itself'):
         converter.main([str(src), str(src), '--config', str(DET_CONFIG)])
     with pytest.raises(PreflightError, match=r'unexpected keys, of the .*RPNHead.*; .*'
-                                             r'missing keys \(decode_head'):
+                                             r'missing keys \(auxiliary_head'):
         converter.main([str(src), str(dst), '--config', str(SEG_CONFIG), '--force'])
     assert dst.read_bytes() == b'keep me' and sorted(p.name for p in tmp_path.iterdir()) == ['ours.pth']
     converter.main([str(src), str(dst), '--config', str(DET_CONFIG), '--force'])
