@@ -12,7 +12,7 @@ import mmrmt
 from mmrmt.config_bases import enable_mmrmt_bases, zoo_configs_dir
 
 REPO = Path(__file__).resolve().parents[1]
-ZOO_CONFIG = 'rmt/upernet_rmt-t_4xb4-160k_ade20k-512x512.py'
+ZOO_CONFIG = 'rmt/upernet_rmt-t_8xb2-160k_ade20k-512x512.py'
 
 
 def user_config(tmp_path: Path, base: str) -> str:
@@ -37,7 +37,7 @@ def test_other_bases_keep_mmengine_lookup(tmp_path):
     assert Config.fromfile(user_config(tmp_path, f'mmrmt::{ZOO_CONFIG}')).model.backbone.type == 'RMT'
 
 
-@pytest.mark.parametrize('name', ['rmt/no_such_config.py', 'rmt/upernet_rmt-t_4xb4-160k_ade20k-512x512'])
+@pytest.mark.parametrize('name', ['rmt/no_such_config.py', 'rmt/upernet_rmt-t_8xb2-160k_ade20k-512x512'])
 def test_an_unknown_name_is_one_line_naming_the_form(tmp_path, name):
     with pytest.raises(FileNotFoundError) as info:
         Config.fromfile(user_config(tmp_path, f'mmrmt::{name}'))

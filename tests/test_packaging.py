@@ -125,7 +125,7 @@ def test_metafile_readmes_resolve_in_the_wheel(wheel):
 USER_CONFIGS = {
     'det': "_base_ = 'mmrmt::rmt/retinanet_rmt-t_fpn_1x_coco.py'\n"
            'model = dict(backbone=dict(init_cfg=None, drop_path_rate=0.0))\n',
-    'seg': "_base_ = 'mmrmt::rmt/fpn_rmt-t_4xb4-80k_ade20k-512x512.py'\n"
+    'seg': "_base_ = 'mmrmt::rmt/fpn_rmt-t_8xb2-80k_ade20k-512x512.py'\n"
            'model = dict(backbone=dict(init_cfg=None, drop_path_rate=0.0))\n',
 }
 

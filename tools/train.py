@@ -41,7 +41,8 @@ def parse_args() -> argparse.Namespace:
         'checkpoint in the work dir')
     parser.add_argument(
         '--amp', action='store_true',
-        help='automatic mixed precision (float16 with dynamic loss scaling; needs CUDA)')
+        help="automatic mixed precision (float16; needs CUDA) with the config's amp_loss_scale: "
+        "a number for a static loss scale, 'dynamic' (the default) for dynamic loss scaling")
     parser.add_argument(
         '--auto-scale-lr', action='store_true',
         help='scale the learning rate by the batch size of the run over the '
@@ -76,7 +77,7 @@ def main() -> None:
         if not torch.cuda.is_available():
             raise PreflightError('--amp needs a CUDA device; train without --amp on the CPU')
         cfg.optim_wrapper.type = 'AmpOptimWrapper'
-        cfg.optim_wrapper.loss_scale = 'dynamic'
+        cfg.optim_wrapper.loss_scale = cfg.get('amp_loss_scale', 'dynamic')
     if args.auto_scale_lr:
         enable_auto_scale_lr(cfg)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)

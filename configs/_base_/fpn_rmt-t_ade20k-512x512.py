@@ -1,5 +1,6 @@
-# Semantic FPN with RMT-T on ADE20K as PVT and RMT train it: 512x512 crops,
-# batch 16 (4 GPUs x 4), 150 classes. It holds no schedule: a config
+# Semantic FPN with RMT-T on ADE20K as the RMT authors trained it
+# (segmentation/configs/RMT/RMT_FPN_*_1x.py): 512x512 crops, 2 images a GPU
+# (batch 16 on 8 GPUs), 150 classes, in fp32 (no fp16 in those files). It holds no schedule: a config
 # inheriting it adds one of ./schedules/seg_adamw-poly_{80k,160k}.py; the
 # other variants override the backbone's arch, drop path and checkpoint.
 _base_ = [
@@ -21,3 +22,4 @@ model = dict(
         init_cfg=dict(type='Pretrained', checkpoint='checkpoints/rmt-t_in1k.pth')),
     neck=dict(in_channels=[64, 128, 256, 512]),
     decode_head=dict(num_classes=150))
+train_dataloader = dict(batch_size=2)

@@ -47,4 +47,5 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=10),
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters))
 log_processor = dict(by_epoch=False)
-randomness = dict(seed=0)
+# Seeded as upernet_rmt-t_demo.py (see there for deterministic).
+randomness = dict(seed=0, deterministic=False)

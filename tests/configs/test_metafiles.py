@@ -21,11 +21,11 @@ def test_metafile_matches_configs(folder: str):
         assert model['Config'] == f'configs/{folder}/{model["Name"]}.py'
         cfg = load_config(REPO / model['Config'])
         meta = model['Metadata']
-        if meta['Training Data'] == 'COCO':
-            assert cfg.train_dataloader.dataset.type == 'CocoDataset'
+        assert cfg.train_dataloader.dataset.type == ('CocoDataset' if meta['Training Data'] == 'COCO'
+                                                     else 'ADE20KDataset')
+        if 'Epochs' in meta:
             assert meta['Epochs'] == cfg.train_cfg.max_epochs
-        else:
-            assert cfg.train_dataloader.dataset.type == 'ADE20KDataset'
+        else:  # iteration-based: the segmentors and ResT's detectors (detectron2's 90k)
             assert meta['Iterations'] == cfg.train_cfg.max_iters
         # mim's Weights are a trained model's checkpoint: none is published here
         assert 'Weights' not in model

@@ -95,22 +95,28 @@ def point_at_demo_data(cfg: Config, root: Path) -> None:
 
 
 def shrink_image_sizes(cfg: Config, factor: int) -> None:
-    """Divide every resize scale and crop size of the pipelines (and the
-    segmentor's padding size) by ``factor``, keeping the transforms."""
+    """Divide every resize scale and absolute crop size of the pipelines
+    (RandomChoice branches too) and the segmentor's padding size by
+    ``factor``, keeping the transforms."""
 
     def shrink(size):
         return tuple(side // factor for side in size)
 
-    for loader in ('train_dataloader', 'val_dataloader'):
-        for transform in cfg[loader].dataset.pipeline:
+    def shrink_pipeline(pipeline):
+        for transform in pipeline:
             if 'scale' in transform:
                 scale = transform['scale']
                 transform['scale'] = ([shrink(s) for s in scale] if isinstance(scale[0], (list, tuple))
                                       else shrink(scale))
             if 'scales' in transform:
                 transform['scales'] = [shrink(s) for s in transform['scales']]
-            if 'crop_size' in transform:
+            if 'crop_size' in transform and transform.get('crop_type', 'absolute').startswith('absolute'):
                 transform['crop_size'] = shrink(transform['crop_size'])
+            for branch in transform.get('transforms', []):  # RandomChoice's branches
+                shrink_pipeline(branch)
+
+    for loader in ('train_dataloader', 'val_dataloader'):
+        shrink_pipeline(cfg[loader].dataset.pipeline)
     preprocessor = cfg.model.get('data_preprocessor', {})
     if preprocessor.get('size') is not None:
         preprocessor['size'] = shrink(preprocessor['size'])

@@ -47,7 +47,7 @@ def test_detector_and_backbone_counts():
 
 
 def test_segmentor_count_and_command_line(capsys):
-    get_flops.main([str(REPO / 'configs/rmt/fpn_rmt-t_4xb4-80k_ade20k-512x512.py'), '--shape', '64'])
+    get_flops.main([str(REPO / 'configs/rmt/fpn_rmt-t_8xb2-80k_ade20k-512x512.py'), '--shape', '64'])
     out = capsys.readouterr().out
     assert 'input 1x3x64x64' in out and 'params: 17.03 M' in out and 'in products of two activations' in out
 

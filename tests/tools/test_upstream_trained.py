@@ -34,8 +34,8 @@ MODELS = [  # our config, the upstream version, the keys conversion drops
     ('retinanet_rmt-t_fpn_1x_coco.py', MMDET2, UNUSED_STAGE_1_NORM),
     ('mask-rcnn_rmt-t_fpn_1x_coco.py', MMDET2, set()),
     ('cascade-mask-rcnn_rmt-t_fpn_ms-3x_coco.py', MMDET2, set()),
-    ('upernet_rmt-t_4xb4-160k_ade20k-512x512.py', MMSEG0, set()),
-    ('fpn_rmt-t_4xb4-80k_ade20k-512x512.py', MMSEG0, set()),
+    ('upernet_rmt-t_8xb2-160k_ade20k-512x512.py', MMSEG0, set()),
+    ('fpn_rmt-t_8xb2-80k_ade20k-512x512.py', MMSEG0, set()),
 ]
 
 

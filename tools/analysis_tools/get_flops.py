@@ -14,7 +14,7 @@ CPU with plain BN in place of SyncBN, and without loading checkpoints.
 Examples::
 
     python tools/analysis_tools/get_flops.py configs/rmt/mask-rcnn_rmt-t_fpn_1x_coco.py --shape 800 1280
-    python tools/analysis_tools/get_flops.py configs/rmt/upernet_rmt-s_4xb4-160k_ade20k-512x512.py \\
+    python tools/analysis_tools/get_flops.py configs/rmt/upernet_rmt-s_8xb2-160k_ade20k-512x512.py \\
         --shape 512 2048
     python tools/analysis_tools/get_flops.py configs/rmt/retinanet_rmt-t_fpn_1x_coco.py --shape 224 \\
         --backbone-only

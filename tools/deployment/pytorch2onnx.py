@@ -9,7 +9,7 @@ Examples::
 
     python tools/deployment/pytorch2onnx.py configs/rmt/retinanet_rmt-t_fpn_1x_coco.py \\
         --weights retinanet_rmt-t.pth --shape 800 1216 --dynamic --out retinanet_rmt-t.onnx --verify
-    python tools/deployment/pytorch2onnx.py configs/rmt/upernet_rmt-t_4xb4-160k_ade20k-512x512.py \\
+    python tools/deployment/pytorch2onnx.py configs/rmt/upernet_rmt-t_8xb2-160k_ade20k-512x512.py \\
         --shape 512 512 --backbone-only --exporter dynamo --out rmt-t.onnx
 """
 import argparse

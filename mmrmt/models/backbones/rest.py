@@ -113,11 +113,17 @@ def softmax_instance_norm(scores: torch.Tensor, eps: float = 1e-5) -> torch.Tens
     ResT-Lite's float32 features (initialised weights, 224x320) differed from
     float64 by 1.4e-4 of their largest value, onnxruntime's (whose ReduceMean
     rounds a mean of 1e5 elements far more) by 8e-2; both now by 2e-6.
+
+    Half-precision scores (under autocast) are normalised in float32, as
+    autocast runs softmax and norms: in float16 the squared deviations
+    underflow and the gradient of ``rsqrt(... + eps)`` overflows to inf.
     """
+    dtype = scores.dtype
+    scores = scores.to(torch.promote_types(dtype, torch.float32))
     shifted = expm1(scores - scores.amax(dim=-1, keepdim=True))
     row_mean = shifted.mean(dim=-1, keepdim=True)
     centred = (shifted - row_mean) / ((1 + row_mean) * scores.shape[-1])
-    return centred * torch.rsqrt(centred.square().mean(dim=(-2, -1), keepdim=True) + eps)
+    return (centred * torch.rsqrt(centred.square().mean(dim=(-2, -1), keepdim=True) + eps)).to(dtype)
 
 
 class EfficientMultiHeadAttention(nn.Module):

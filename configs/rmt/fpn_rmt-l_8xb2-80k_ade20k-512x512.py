@@ -1,4 +1,4 @@
-_base_ = './fpn_rmt-t_4xb4-80k_ade20k-512x512.py'
+_base_ = './fpn_rmt-t_8xb2-80k_ade20k-512x512.py'
 
 model = dict(
     backbone=dict(arch='l', drop_path_rate=0.5, init_cfg=dict(checkpoint='checkpoints/rmt-l_in1k.pth')),
