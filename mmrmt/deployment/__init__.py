@@ -5,9 +5,10 @@ onnx, onnxruntime and onnxscript come with the ``deploy`` extra
 """
 from .onnx_export import EXPORTERS, check_opset, export_onnx
 from .export_forms import export_forms
+from .session import onnxruntime_session, run_session, session_options
 from .tensor_mode import MIN_DYNAMIC_SIZE, TensorModeModel
 from .verify import compare_with_onnxruntime, demo_image, relative_difference, verification_inputs
 
 __all__ = ['EXPORTERS', 'MIN_DYNAMIC_SIZE', 'TensorModeModel', 'check_opset', 'compare_with_onnxruntime',
-           'demo_image', 'export_onnx', 'export_forms', 'relative_difference',
-           'verification_inputs']
+           'demo_image', 'export_onnx', 'export_forms', 'onnxruntime_session', 'relative_difference',
+           'run_session', 'session_options', 'verification_inputs']

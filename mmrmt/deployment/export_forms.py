@@ -16,6 +16,11 @@
   output cell's bin of rows, then of columns (the bins of
   ``AdaptiveAvgPool2d``: from ``floor(i n / k)`` to ``ceil((i + 1) n / k)``)
   with slices whose bounds follow the input's size.
+* Box decoding (Cascade R-CNN's refinement between stages): mmdet's
+  ``DeltaXYWHBBoxCoder.decode`` takes, while exported, a branch that imports
+  a module mmdet 3 no longer has; :func:`decode_deltas` decodes with its
+  eager ``delta2bbox`` and clips to an image size that may be a tensor of
+  the graph (so a dynamic graph clips to its input's size).
 """
 from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence
@@ -62,19 +67,39 @@ def adaptive_average_pool(pool: nn.AdaptiveAvgPool2d, x: torch.Tensor) -> torch.
     return average_bins(average_bins(x, -2, height), -1, width)
 
 
+def decode_deltas(coder, bboxes, pred_bboxes: torch.Tensor, max_shape=None,
+                  wh_ratio_clip: float = 16 / 1000):
+    """What ``DeltaXYWHBBoxCoder.decode`` returns for one image's (N, 4 k) deltas."""
+    from mmdet.models.task_modules.coders.delta_xywh_bbox_coder import delta2bbox
+    from mmdet.structures.bbox import HorizontalBoxes, get_box_tensor
+    decoded = delta2bbox(get_box_tensor(bboxes), pred_bboxes, coder.means, coder.stds, None,
+                         wh_ratio_clip, False, coder.add_ctr_clamp, coder.ctr_clamp)
+    if coder.clip_border and max_shape is not None:
+        height_width = torch.as_tensor(max_shape)[:2].to(decoded)
+        upper = height_width.flip(0).repeat(decoded.shape[-1] // 2)  # (w, h, w, h, ...)
+        decoded = torch.min(decoded.clamp(min=0), upper)
+    return HorizontalBoxes(decoded) if coder.use_box_type else decoded
+
+
 @contextmanager
 def export_forms(model: nn.Module) -> Iterator[nn.Module]:
-    """Within the context, the model's RoI extractors and adaptive poolings take their export forms."""
+    """Within the context, the model's RoI extractors, adaptive poolings and box coders take their
+    export forms."""
     from mmdet.models.roi_heads.roi_extractors import SingleRoIExtractor
+    from mmdet.models.task_modules.coders import DeltaXYWHBBoxCoder
     forms = {SingleRoIExtractor: pool_rois_on_their_levels, nn.AdaptiveAvgPool2d: adaptive_average_pool}
-    patched = []
+    patched = []  # (object, name of the method replaced on it)
     for module in model.modules():
         for cls, form in forms.items():
             if isinstance(module, cls):
                 module.forward = form.__get__(module)
-                patched.append(module)
+                patched.append((module, 'forward'))
+        coder = getattr(module, 'bbox_coder', None)
+        if isinstance(coder, DeltaXYWHBBoxCoder) and 'decode' not in vars(coder):
+            coder.decode = decode_deltas.__get__(coder)
+            patched.append((coder, 'decode'))
     try:
         yield model
     finally:
-        for module in patched:
-            del module.forward
+        for owner, name in patched:
+            delattr(owner, name)

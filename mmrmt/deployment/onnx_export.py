@@ -42,7 +42,8 @@ def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: 
         opset (int, optional): ONNX opset; by default 17 for TorchScript and
             18 for dynamo.
         dynamic (bool): Accept any batch (but for two-stage detectors) and
-            any image size of at least 64 pixels, and any number of proposals.
+            any image size of at least 64 pixels. Two-stage graphs take any
+            number of proposals (the TorchScript exporter's even when fixed).
     """
     opset = check_opset(exporter, opset)
     model.eval()
@@ -53,7 +54,7 @@ def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: 
         warnings.filterwarnings('ignore', message='You are using the legacy TorchScript')
         if exporter == 'torchscript':
             torch.onnx.export(model, inputs, temporary, dynamo=False, opset_version=opset,
-                              dynamic_axes=dynamic_axes(model) if dynamic else None, **names)
+                              dynamic_axes=dynamic_axes(model, image_size=dynamic), **names)
         else:
             program = torch.onnx.export(model, inputs, dynamo=True, opset_version=opset,
                                         dynamic_shapes=dynamic_shapes(model) if dynamic else None,

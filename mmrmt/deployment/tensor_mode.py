@@ -11,7 +11,11 @@ What gets exported, per kind of model (mmdet's ``_forward`` and mmseg's
   (``roi_0`` class scores, ``roi_1`` box deltas, ``roi_2`` mask logits of the
   first 100 proposals) for proposals given as a second input, (R, 4) boxes
   in input pixels: the RPN's decoding and NMS happen outside, as mmdet does
-  it in ``rpn_head.predict_by_feat``;
+  it in ``rpn_head.predict_by_feat``. A cascade RoI head gives what mmdet's
+  ``CascadeRoIHead.forward`` returns: ``roi_0_0`` the class scores averaged
+  over the stages, ``roi_1_0`` the last stage's box deltas (relative to the
+  boxes the earlier stages refined, which it does not return) and ``roi_2_0``
+  the mask probabilities averaged over the stages;
 * a segmentor: the decode head's logits, ``seg_logits``, at 1/4 of the input.
 """
 from typing import List, Optional, Sequence, Tuple
@@ -75,6 +79,13 @@ class TensorModeModel(nn.Module):
         """Whether the batch size may vary (two-stage detectors take one image)."""
         return self.kind != 'two_stage'
 
+    @property
+    def size_is_dynamic(self) -> bool:
+        """Whether a graph traced at one image size serves others (not for cascade RoI heads,
+        whose stages clip the refined boxes to the traced size)."""
+        from mmdet.models.roi_heads import CascadeRoIHead
+        return not isinstance(getattr(self.model, 'roi_head', None), CascadeRoIHead) or self.kind == 'backbone'
+
     def example_inputs(self, height: int, width: int, batch: int = 1,
                        generator: Optional[torch.Generator] = None) -> Tuple[torch.Tensor, ...]:
         """Random inputs: normal images and, for two-stage detectors, 40 proposals."""
@@ -98,10 +109,13 @@ class TensorModeModel(nn.Module):
             return flatten_outputs(self.model._forward(image), 'head')
         if self.kind == 'segmentor':
             return [self.model._forward(image)], ['seg_logits']
+        from mmdet.structures import DetDataSample
         from mmengine.structures import InstanceData
         features = self.model.extract_feat(image)
         rpn_tensors, rpn_names = flatten_outputs(self.model.rpn_head(features), 'rpn')
-        roi_outputs = self.model.roi_head.forward(features, [InstanceData(bboxes=proposals[0])])
+        # cascade heads clip each stage's refined boxes to the image (a constant of the graph)
+        sample = DetDataSample(metainfo=dict(img_shape=tuple(image.shape[-2:])))
+        roi_outputs = self.model.roi_head.forward(features, [InstanceData(bboxes=proposals[0])], [sample])
         roi_tensors, roi_names = flatten_outputs(roi_outputs, 'roi')
         return rpn_tensors + roi_tensors, rpn_names + roi_names
 
@@ -113,12 +127,16 @@ def random_proposals(count: int, height: int, width: int,
     return torch.cat((corners.min(1).values, corners.max(1).values + 1), 1)
 
 
-def dynamic_axes(model: TensorModeModel) -> dict:
-    """The TorchScript exporter's ``dynamic_axes`` of the inputs."""
-    image = {2: 'height', 3: 'width'}
-    if model.batch_is_dynamic:
-        image[0] = 'batch'
-    axes = {'image': image}
+def dynamic_axes(model: TensorModeModel, image_size: bool = True) -> dict:
+    """The TorchScript exporter's ``dynamic_axes`` of the inputs.
+
+    The number of proposals of a two-stage graph is always dynamic (the RoI
+    part runs on the RPN's proposals, then on the detections); with
+    ``image_size`` False the images are fixed.
+    """
+    axes = {}
+    if image_size:
+        axes['image'] = {2: 'height', 3: 'width', **({0: 'batch'} if model.batch_is_dynamic else {})}
     if model.kind == 'two_stage':
         axes['proposals'] = {0: 'num_proposals'}
     return axes

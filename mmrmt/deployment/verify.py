@@ -4,20 +4,8 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import torch
 
+from .session import onnxruntime_session, run_session
 from .tensor_mode import TensorModeModel, random_proposals
-
-
-def onnxruntime_session(path: str):
-    """A CPU onnxruntime session using as many threads as torch."""
-    import onnxruntime
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = torch.get_num_threads()
-    return onnxruntime.InferenceSession(path, options, providers=['CPUExecutionProvider'])
-
-
-def run_session(session, inputs: Sequence[torch.Tensor]) -> List[np.ndarray]:
-    feeds = {spec.name: tensor.numpy() for spec, tensor in zip(session.get_inputs(), inputs)}
-    return session.run(None, feeds)
 
 
 def relative_difference(expected: Sequence[torch.Tensor], actual: Sequence[np.ndarray]) -> float:
@@ -64,14 +52,16 @@ def preprocessor_statistics(model: torch.nn.Module) -> Tuple[List[float], List[f
 
 
 def verification_inputs(model: TensorModeModel, sizes: Sequence[Tuple[int, int]],
-                        batch: int = 1, seed: int = 0) -> Dict[str, Tuple[torch.Tensor, ...]]:
-    """A random batch and a demo picture at each (height, width), keyed by a description."""
+                        batch: int = 1, seed: int = 0,
+                        picture_batch: int = 1) -> Dict[str, Tuple[torch.Tensor, ...]]:
+    """A random batch and a demo picture (repeated ``picture_batch`` times) at each
+    (height, width), keyed by a description."""
     generator = torch.Generator().manual_seed(seed)
     mean, std = preprocessor_statistics(model.model)
     inputs = {}
     for height, width in sizes:
         inputs[f'random {height}x{width}'] = model.example_inputs(height, width, batch, generator)
-        picture = demo_image(height, width, mean, std, seed)
+        picture = demo_image(height, width, mean, std, seed).expand(picture_batch, -1, -1, -1).contiguous()
         extra = (random_proposals(40, height, width, generator), ) if model.kind == 'two_stage' else ()
         inputs[f'demo picture {height}x{width}'] = (picture, *extra)
     return inputs

@@ -9,7 +9,7 @@ import pytest
 import torch
 from helpers.tool_modules import exit_line as tool_exit_line
 from helpers.tool_modules import import_tool
-from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, run_tool
+from tool_process import DET_CONFIG, REPO, SEG_CONFIG, TEST_CONFIGS, check_ok, run_tool
 
 pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
 
@@ -145,7 +145,43 @@ def test_benchmark_times_the_exported_file_beside_torch(tmp_path):
     result = run_tool(['analysis_tools/benchmark.py', DET_CONFIG, '--impl', 'fast', 'reference', '--batch', 2,
                        '--shape', 64, 96, '--mode', 'infer', '--repeats', 1, '--warmup', 0, '--onnx', out])
     check_ok(result)
-    rows = re.findall(r'^\| (\w+) \| infer \| ([\d.]+) \|', result.stdout, re.M)
-    assert [impl for impl, _ in rows] == ['fast', 'reference', 'onnxruntime']
+    rows = re.findall(r'^\| ([^|]+?) \| infer \| ([\d.]+) \|', result.stdout, re.M)
+    assert [impl for impl, _ in rows] == ['fast', 'reference', f'onnxruntime {out}']
     assert all(float(seconds) > 0 for _, seconds in rows)
     assert f'tensor mode in torch and {out} in onnxruntime' in result.stdout
+
+
+def test_fixed_size_export_takes_a_batch_and_benchmark_checks_it(tmp_path):
+    """--batch fixes the graph's batch; benchmark.py refuses another batch in one line, before timing."""
+    out = tmp_path / 'backbone.onnx'
+    check_ok(run_tool([TOOL, DET_CONFIG, '--shape', 64, 64, '--batch', 3, '--backbone-only', '--out', out,
+                       '--verify']))
+    image = onnx.load(str(out), load_external_data=False).graph.input[0]
+    assert [dim.dim_value for dim in image.type.tensor_type.shape.dim] == [3, 3, 64, 64]
+    result = run_tool(['analysis_tools/benchmark.py', '--backbone', 'rmt-t', '--batch', 2, '--shape', 64, 64,
+                       '--mode', 'infer', '--repeats', 1, '--onnx', out])
+    assert result.returncode != 0 and result.stdout == ''
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: --onnx {out} does not take --batch 2 --shape 64 64: input 'image' is 3x3x64x64, got "
+        '2x3x64x64; export it at this batch and shape (pytorch2onnx.py --batch N --shape H W) or with --dynamic')
+
+
+def test_batch_settings_are_one_line(tmp_path, capsys):
+    assert exit_line([DET_CONFIG, '--shape', 64, 64, '--batch', 2, '--dynamic', '--out', tmp_path / 'm.onnx'],
+                     capsys) == ('error: --batch sets the batch of a fixed-size graph: give a positive --batch '
+                                 'or --dynamic (any batch), got --batch 2 --dynamic')
+    assert exit_line([DET_CONFIG, '--shape', 64, 64, '--batch', 2, '--out', tmp_path / 'm.onnx'], capsys) == (
+        'error: a two-stage detector graph takes one image; drop --batch 2')
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cascade_exports_at_a_fixed_size_and_refuses_dynamic(tmp_path, capsys):
+    config = TEST_CONFIGS / 'cascade-mask-rcnn_rmt-tiny_fpn_test.py'
+    assert exit_line([config, '--shape', 64, 96, '--dynamic', '--out', tmp_path / 'm.onnx'], capsys).startswith(
+        'error: a Cascade R-CNN graph exports at a fixed size only')
+    assert list(tmp_path.iterdir()) == []
+    result = run_tool([TOOL, config, '--shape', 64, 96, '--out', tmp_path / 'cascade.onnx', '--verify'],
+                      timeout=900)
+    check_ok(result)
+    differences = [float(value) for value, _ in DIFFERENCE.findall(result.stdout)]
+    assert len(differences) == 2 and max(differences) < 1e-4

@@ -10,6 +10,13 @@ and its input — on CPU the growth of the process's peak resident set
 CUDA ``torch.cuda.max_memory_allocated`` over the allocation after the
 build. Ratios compare each implementation with the reference one.
 
+ResT has one implementation; ``--impl fast reference`` compares it with
+the step-by-step reference of the tests (``tests/helpers/rest_reference.py``).
+With ``--upstream-repo PATH`` (a clone of the authors' wofmanaf/ResT) a
+further worker runs their ResT (``tools/analysis_tools/upstream_rest.py``)
+with the same weights: the parent saves their freshly built model's state
+dict, which our backbone loads through its checkpoint loader.
+
 With ``--onnx FILE`` (infer mode, CPU) a further worker times the exported
 file in onnxruntime, interleaved with the torch workers, which then run the
 same tensor-mode forward on the same inputs (``mmrmt.deployment``: for
@@ -26,12 +33,15 @@ Examples::
         --impl fast reference --batch 2 --shape 800 1216 --device cuda --amp bf16
     python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast --batch 16 --shape 224 224 \\
         --mode infer --onnx rmt-t.onnx
+    python tools/analysis_tools/benchmark.py --backbone rest-lite --impl fast --upstream-repo ../ResT \\
+        --batch 1 --shape 800 1216 --mode train --threads 2
 """
 import argparse
 import multiprocessing as mp
 import re
 import statistics
 import sys
+import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -41,6 +51,7 @@ import torch
 
 BACKBONE_TYPES = {'rmt': 'RMT', 'rest': 'ResT', 'resmlp': 'ResMLP'}
 ONNX_IMPL = 'onnxruntime'
+UPSTREAM_IMPL = 'upstream'
 #: Proposals given to two-stage detectors in tensor mode (the RPN's test-time count).
 TENSOR_MODE_PROPOSALS = 1000
 
@@ -62,9 +73,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='autocast dtype of the forward pass')
     parser.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
     parser.add_argument('--threads', type=int, help='torch CPU threads (default: torch\'s)')
-    parser.add_argument('--onnx', metavar='FILE', help='also time this file exported by '
-                        'tools/deployment/pytorch2onnx.py in onnxruntime (infer mode, CPU)')
+    parser.add_argument('--onnx', metavar='FILE', nargs='+',
+                        help='also time these files (exported by tools/deployment/pytorch2onnx.py, '
+                        'e.g. float32 and int8 from quantize_onnx.py) in onnxruntime (infer mode, CPU)')
+    parser.add_argument('--upstream-repo', metavar='PATH', help="with --backbone rest-ARCH: also run the "
+                        "authors' ResT from this clone of github.com/wofmanaf/ResT, same weights")
     args = parser.parse_args(argv)
+    args.weights = None  # set by main with --upstream-repo
     if (args.config is None) == (args.backbone is None):
         parser.error('give either a config file or --backbone TYPE-ARCH, not both or neither.')
     if args.device == 'cuda' and not torch.cuda.is_available():
@@ -78,21 +93,59 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     if args.repeats < 1 or args.warmup < 0 or args.batch < 1:
         parser.error('--repeats and --batch must be >= 1 and --warmup >= 0.')
     if args.onnx is not None:
-        if not Path(args.onnx).is_file():
-            parser.error(f'--onnx file not found: {args.onnx}')
         if args.mode != ['infer'] or args.device != 'cpu' or args.amp != 'none':
             parser.error('--onnx times inference on the CPU in float32: give --mode infer, no --device '
                          'cuda, no --amp.')
+        for path in args.onnx:
+            if not Path(path).is_file():
+                parser.error(f'--onnx file not found: {path}')
+    if args.upstream_repo is not None:
+        from upstream_rest import check_upstream_repo
+        if not (args.backbone or '').lower().startswith('rest-') or args.onnx:
+            parser.error('--upstream-repo compares ResT backbones: give --backbone rest-ARCH (e.g. rest-lite), '
+                         'no config, no --onnx.')
+        try:
+            check_upstream_repo(args.upstream_repo)
+        except FileNotFoundError as error:
+            parser.error(str(error))
     return args
 
 
+def check_onnx_inputs(args: argparse.Namespace) -> None:
+    """Exit with one line if an --onnx file does not take the benchmark's inputs."""
+    for path in args.onnx or ():
+        mismatch = onnx_input_mismatch(path, args.batch, tuple(args.shape))
+        if mismatch:
+            sys.exit(f'error: --onnx {path} does not take --batch {args.batch} --shape {args.shape[0]} '
+                     f'{args.shape[1]}: {mismatch}; export it at this batch and shape '
+                     '(pytorch2onnx.py --batch N --shape H W) or with --dynamic')
+
+
+def onnx_input_mismatch(path: str, batch: int, shape: Tuple[int, int]) -> Optional[str]:
+    """What keeps the file from taking the benchmark's inputs (None if nothing).
+
+    Two inputs mean a two-stage detector: the images, then the proposals.
+    """
+    from mmrmt.deployment.session import file_inputs, shape_mismatch
+    declared = file_inputs(path)
+    given = [(batch, 3, *shape)] + [(TENSOR_MODE_PROPOSALS, 4)] * (len(declared) == 2)
+    return shape_mismatch(declared, given)
+
+
 def contenders(args: argparse.Namespace) -> List[Optional[str]]:
-    """The torch implementations, then onnxruntime with --onnx."""
-    return [*args.impl, ONNX_IMPL] if args.onnx else list(args.impl)
+    """The torch implementations, then 'onnxruntime FILE' for each --onnx file, or the authors' ResT
+    with --upstream-repo."""
+    return [*args.impl, *(f'{ONNX_IMPL} {path}' for path in args.onnx or ()),
+            *([UPSTREAM_IMPL] if args.upstream_repo else [])]
 
 
 # --- worker side --------------------------------------------------------------------
-def build_backbone(name: str, attn_impl: Optional[str]) -> torch.nn.Module:
+def build_backbone(name: str, attn_impl: Optional[str], weights: Optional[str] = None) -> torch.nn.Module:
+    """The backbone TYPE-ARCH; ``weights``: an upstream-layout checkpoint it loads (random init otherwise).
+
+    ResT has one implementation: ``attn_impl`` 'fast' is it, 'reference' the
+    step-by-step model of the tests.
+    """
     import mmrmt  # noqa: F401  (registers the backbones)
     from mmdet.registry import MODELS
     backbone, _, arch = name.lower().partition('-')
@@ -100,9 +153,37 @@ def build_backbone(name: str, attn_impl: Optional[str]) -> torch.nn.Module:
         raise ValueError(f'--backbone must be TYPE-ARCH with TYPE in {sorted(BACKBONE_TYPES)}, '
                          f'e.g. rmt-t; got {name!r}.')
     cfg = dict(type=BACKBONE_TYPES[backbone], arch=arch)
-    if attn_impl is not None:
+    if backbone == 'rest' and attn_impl == 'reference':
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'tests'))
+        from helpers.rest_reference import ReferenceResT
+        model = ReferenceResT(arch)
+        if weights is not None:
+            model.load_state_dict(torch.load(weights, weights_only=True)['model'], strict=False)
+        return model
+    if backbone == 'rest' and attn_impl not in (None, 'fast'):
+        raise ValueError(f"--impl for ResT: 'fast' (the backbone) or 'reference', got {attn_impl!r}.")
+    if attn_impl is not None and backbone != 'rest':
         cfg['attn_impl'] = attn_impl
-    return MODELS.build(cfg)
+    if weights is not None:
+        cfg['init_cfg'] = dict(type='Pretrained', checkpoint=weights)
+    model = MODELS.build(cfg)
+    if weights is not None:
+        model.init_weights()
+    return model
+
+
+def save_upstream_weights(args: argparse.Namespace, directory: str) -> str:
+    """Build the authors' model once (seed 0) and save its state dict for every worker; return the path."""
+    from upstream_rest import load_upstream_module
+    torch.manual_seed(0)
+    arch = args.backbone.lower().partition('-')[2]
+    factory = getattr(load_upstream_module(args.upstream_repo), f'rest_{arch}', None)
+    if factory is None:
+        raise ValueError(f'--upstream-repo: the authors\' code has no rest_{arch}; the variants are lite, small, '
+                         'base, large.')
+    path = str(Path(directory) / f'upstream_rest_{arch}.pth')
+    torch.save({'model': factory().state_dict()}, path)
+    return path
 
 
 def build_whole_model(config: str, attn_impl: Optional[str]) -> Tuple[torch.nn.Module, str]:
@@ -183,20 +264,20 @@ def tensor_mode_inputs(args: argparse.Namespace, two_stage: bool) -> Tuple[torch
     return images, random_proposals(TENSOR_MODE_PROPOSALS, *args.shape, generator)
 
 
-def onnx_worker(args: argparse.Namespace, conn) -> None:
-    """Open --onnx in onnxruntime, then run it once per 'step' message."""
-    from mmrmt.deployment.verify import onnxruntime_session, run_session
+def onnx_worker(args: argparse.Namespace, path: str, conn) -> None:
+    """Open ``path`` in onnxruntime, then run it once per 'step' message."""
+    from mmrmt.deployment.session import onnxruntime_session, run_session
     if args.threads:
         torch.set_num_threads(args.threads)
-    session = onnxruntime_session(args.onnx)
+    session = onnxruntime_session(path, args.threads)
     inputs = tensor_mode_inputs(args, two_stage=len(session.get_inputs()) == 2)
     serve(conn, lambda: run_session(session, inputs), 'cpu')
 
 
 def worker(args: argparse.Namespace, impl: Optional[str], mode: str, conn) -> None:
     """Build one model, then run one iteration per 'step' message."""
-    if impl == ONNX_IMPL:
-        return onnx_worker(args, conn)
+    if impl is not None and impl.startswith(ONNX_IMPL):
+        return onnx_worker(args, impl.partition(' ')[2], conn)
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -211,11 +292,20 @@ def worker(args: argparse.Namespace, impl: Optional[str], mode: str, conn) -> No
                 model(*inputs)
 
         return serve(conn, tensor_mode, 'cpu')
-    if args.config:
-        model, scope = build_whole_model(args.config, impl)
-        samples = synthetic_samples(scope, args.batch, tuple(args.shape), args.device)
+    if impl == UPSTREAM_IMPL:
+        from upstream_rest import build_upstream, upstream_features
+        model = build_upstream(args.upstream_repo, args.backbone.partition('-')[2], args.weights)
+        samples = None
+
+        def forward(images: torch.Tensor) -> List[torch.Tensor]:
+            return upstream_features(model, images)
     else:
-        model, samples = build_backbone(args.backbone, impl), None
+        if args.config:
+            model, scope = build_whole_model(args.config, impl)
+            samples = synthetic_samples(scope, args.batch, tuple(args.shape), args.device)
+        else:
+            model, samples = build_backbone(args.backbone, impl, args.weights), None
+        forward = model
     model = model.to(args.device).train(mode == 'train')
     inputs = torch.randn(args.batch, 3, *args.shape, device=args.device)
     amp = (torch.autocast(args.device, dtype=getattr(torch, {'bf16': 'bfloat16', 'fp16': 'float16'}[args.amp]))
@@ -224,13 +314,13 @@ def worker(args: argparse.Namespace, impl: Optional[str], mode: str, conn) -> No
     def iteration() -> None:
         if mode == 'infer':
             with torch.no_grad(), amp:
-                model(inputs, samples, mode='predict') if samples else model(inputs)
+                model(inputs, samples, mode='predict') if samples else forward(inputs)
         else:
             with amp:
                 if samples:
                     loss = model.parse_losses(model(inputs, samples, mode='loss'))[0]
                 else:
-                    loss = sum(out.float().square().mean() for out in model(inputs))
+                    loss = sum(out.float().square().mean() for out in forward(inputs))
             loss.backward()
             model.zero_grad(set_to_none=True)
         if args.device == 'cuda':
@@ -292,7 +382,8 @@ def receive(conn, process, impl: Optional[str]):
 
 
 def format_table(args: argparse.Namespace, results: Dict[str, dict]) -> str:
-    base = 'reference' if 'reference' in args.impl else args.impl[0]
+    base = (UPSTREAM_IMPL if args.upstream_repo else 'reference' if 'reference' in args.impl
+            else args.impl[0])
     label = base or 'default'
     lines = ['| impl | mode | median s | img/s | peak MB | speed-up vs ' f'{label} | memory vs {label} |',
              '|---|---|---|---|---|---|---|']
@@ -307,14 +398,20 @@ def format_table(args: argparse.Namespace, results: Dict[str, dict]) -> str:
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
+    check_onnx_inputs(args)
     model = args.config or args.backbone
     print(f'# {model}: batch {args.batch}, input {args.shape[0]}x{args.shape[1]}, {args.device}, '
           f'amp {args.amp}, threads {args.threads or torch.get_num_threads()}, '
           f'{args.warmup} warm-up + {args.repeats} timed iterations, torch {torch.__version__}')
     if args.onnx:
         import onnxruntime
-        print(f'# tensor mode in torch and {args.onnx} in onnxruntime {onnxruntime.__version__}')
-    results = {mode: run_mode(args, mode) for mode in args.mode}
+        print(f'# tensor mode in torch and {", ".join(args.onnx)} in onnxruntime {onnxruntime.__version__}')
+    with tempfile.TemporaryDirectory() as directory:
+        if args.upstream_repo:
+            args.weights = save_upstream_weights(args, directory)
+            print(f"# the authors' ResT from {args.upstream_repo}, same weights (ours loaded them through "
+                  'its checkpoint loader)')
+        results = {mode: run_mode(args, mode) for mode in args.mode}
     print(format_table(args, results))
     sys.stdout.flush()
 

@@ -36,6 +36,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         'pretrained backbone)')
     parser.add_argument('--shape', type=int, nargs=2, required=True, metavar=('H', 'W'),
                         help='input size the graph is traced at')
+    parser.add_argument('--batch', type=int,
+                        help='images per call of a fixed-size graph (default 1; two-stage detectors: 1)')
     parser.add_argument('--dynamic', action='store_true',
                         help=f'accept any batch and any image size >= {MIN_DYNAMIC_SIZE} (two-stage '
                              'detectors: one image, any number of proposals)')
@@ -77,6 +79,9 @@ def preflight(args: argparse.Namespace) -> Config:
     if min(args.shape) < low:
         raise PreflightError(f'--shape must be at least {low} (H W){" with --dynamic" * args.dynamic}, '
                              f'got {args.shape[0]} {args.shape[1]}')
+    if args.batch is not None and (args.dynamic or args.batch < 1):
+        raise PreflightError(f'--batch sets the batch of a fixed-size graph: give a positive --batch or '
+                             f'--dynamic (any batch), got --batch {args.batch}{" --dynamic" * args.dynamic}')
     try:
         check_opset(args.exporter, args.opset)
     except ValueError as error:
@@ -139,7 +144,13 @@ def main(argv: Optional[List[str]] = None) -> None:
         model = TensorModeModel(build_model(cfg, args.weights), args.backbone_only)
     except ValueError as error:  # a model without a tensor mode the export supports
         raise PreflightError(str(error)) from error
-    batch = 2 if args.dynamic and model.batch_is_dynamic else 1
+    if args.dynamic and not model.size_is_dynamic:
+        raise PreflightError('a Cascade R-CNN graph exports at a fixed size only (its stages clip the '
+                             'refined boxes to the traced image size); drop --dynamic and export one file per size')
+    if args.batch not in (None, 1) and not model.batch_is_dynamic:
+        raise PreflightError(f'a {model.kind.replace("_", "-")} detector graph takes one image; '
+                             f'drop --batch {args.batch}')
+    batch = 2 if args.dynamic and model.batch_is_dynamic else (args.batch or 1)
     inputs = model.example_inputs(*args.shape, batch, torch.Generator().manual_seed(0))
     export_onnx(model, inputs, args.out, args.exporter, args.opset, args.dynamic)
     size = osp.getsize(args.out) / 2**20
@@ -147,7 +158,8 @@ def main(argv: Optional[List[str]] = None) -> None:
           f'{"dynamic" if args.dynamic else "fixed"} {model.kind} graph, inputs {model.input_names})')
     if args.verify:
         differences = compare_with_onnxruntime(
-            model, args.out, verification_inputs(model, verification_sizes(args.shape, args.dynamic), batch))
+            model, args.out, verification_inputs(model, verification_sizes(args.shape, args.dynamic), batch,
+                                                 picture_batch=1 if args.dynamic else batch))
         for description, difference in differences.items():
             print(f'onnxruntime vs torch, max |difference| / max |value|: {difference:.2e} ({description})')
         worst = max(differences.values())

@@ -19,10 +19,17 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import is_exporting
+from ..layers import is_exporting, norm_then_project
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone
+from .rest_attention import mixed_head_attention
+from .rest_mlp import gelu_projection
+
+
+#: CPU inference runs ResT on a few images at a time, so that stage 1's MLP
+#: hidden map of a chunk stays under this many bytes (see :meth:`ResT.forward`).
+INFERENCE_CHUNK_BYTES = 8 * 2**20
 
 
 class PixelAttention(nn.Module):
@@ -157,18 +164,21 @@ class EfficientMultiHeadAttention(nn.Module):
             self.transform_conv = nn.Conv2d(num_heads, num_heads, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """EMSA of channels-last (B, h, w, C) ``x``."""
         batch, height, width, channels = x.shape
-        q = self.q(x).reshape(batch, height * width, self.num_heads, -1).transpose(1, 2)
-        if self.sr_ratio > 1:
-            x = self.sr_norm(self.sr(x.permute(0, 3, 1, 2).contiguous()).flatten(2).transpose(1, 2))
-        # (2, B, heads, N', head_dims): keys first, then values.
-        k, v = self.kv(x).reshape(batch, -1, 2, self.num_heads, q.shape[-1]).permute(2, 0, 3, 1, 4)
+        q = self.q(x).view(batch, height * width, self.num_heads, -1)
+        if self.sr_ratio > 1:  # the conv reads and writes channels-last memory
+            x = self.sr_norm(self.sr(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1).reshape(batch, -1, channels))
+        k, v = self.kv(x).view(batch, -1, 2, self.num_heads, q.shape[-1]).unbind(2)  # each (B, N', n, d)
         if self.num_heads == 1:
-            out = F.scaled_dot_product_attention(q, k, v)
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+            out = out.transpose(1, 2)
+        elif is_exporting() or torch.jit.is_tracing():  # plain ops: ONNX's, and countable
+            scores = self.transform_conv((q.transpose(1, 2) @ k.permute(0, 2, 3, 1)) * self.scale)
+            out = (softmax_instance_norm(scores) @ v.transpose(1, 2)).transpose(1, 2)
         else:
-            scores = self.transform_conv((q @ k.transpose(-2, -1)) * self.scale)
-            out = softmax_instance_norm(scores) @ v
-        return self.proj(out.transpose(1, 2).reshape(batch, height, width, channels))
+            out = mixed_head_attention(q, k, v, self.transform_conv.weight, self.transform_conv.bias, self.scale)
+        return self.proj(out.reshape(batch, height, width, channels))
 
 
 class ResTBlock(nn.Module):
@@ -192,8 +202,18 @@ class ResTBlock(nn.Module):
         self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.drop_path(self.attn(self.norm1(x)))
-        return x + self.drop_path(self.mlp(self.norm2(x)))
+        """The block on channels-last (B, h, w, C) ``x``.
+
+        The MLP keeps only its fc1 input (not the norm's output) and fc1 output
+        for backward (see :func:`.rest_mlp.gelu_projection`); without
+        autograd the residual sums are written into the branch outputs.
+        """
+        grad = torch.is_grad_enabled()
+        branch = self.drop_path(self.attn(self.norm1(x)))
+        x = x + branch if grad else branch.add_(x)
+        hidden, = norm_then_project(x, self.norm2, [(self.mlp.fc1.weight, self.mlp.fc1.bias)])
+        branch = self.drop_path(gelu_projection(hidden, self.mlp.fc2.weight, self.mlp.fc2.bias))
+        return x + branch if grad else branch.add_(x)
 
 
 @register_backbone
@@ -313,7 +333,27 @@ class ResT(PyramidBackbone):
                 nn.init.zeros_(module.bias)
 
     def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        """The emitted stages of (B, C, H, W) images, each (B, C_i, h_i, w_i).
+
+        CPU inference in eval mode (BatchNorm on running statistics, so every
+        image on its own) runs a few images at a time, so that the largest
+        map of a chunk (stage 1's MLP hidden) stays under
+        :data:`INFERENCE_CHUNK_BYTES`: large fresh tensors cost page faults
+        on every allocation, small ones come back from the heap warm in cache.
+        """
         self.check_input(x)
+        if (self.training or torch.is_grad_enabled() or x.device.type != 'cpu' or is_exporting()
+                or torch.jit.is_tracing()):
+            return self._forward(x)
+        hidden_bytes = self.stage(0)[0].mlp.fc1.out_features if len(self.stage(0)) else self.embed_dims[0]
+        hidden_bytes *= -(-x.shape[2] // 4) * -(-x.shape[3] // 4) * x.element_size()
+        step = max(1, INFERENCE_CHUNK_BYTES // hidden_bytes)
+        if step >= x.shape[0]:
+            return self._forward(x)
+        parts = [self._forward(part) for part in x.split(step)]
+        return tuple(torch.cat(stage_outs) for stage_outs in zip(*parts))
+
+    def _forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         outs = []
         for i in range(self.out_indices[-1] + 1):
             x = self.patch_embed(i)(x).permute(0, 2, 3, 1)  # (B, h, w, C)

@@ -63,8 +63,21 @@ def apply_rotary_signed(x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Te
     ``signed_sin`` holds (-sin, sin) on each channel pair, so swapping the
     pair members is all that is left of the rotation; same values bit for bit.
     """
-    swapped = x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
-    return torch.addcmul(x * cos, swapped, signed_sin)
+    return torch.addcmul(x * cos, swap_pairs(x), signed_sin)
+
+
+def swap_pairs(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with the members of each channel pair swapped: (x1, x0, x3, x2, ...), exactly.
+
+    Exported, a product with the constant pair-swap permutation: onnxruntime
+    runs the step -1 Slice that ``flip`` becomes about 9x slower than this
+    small MatMul (8.6 % of the RMT-T backbone graph's time before).
+    """
+    if is_exporting():
+        channels = x.shape[-1]
+        permutation = torch.eye(channels, dtype=x.dtype, device=x.device)[[i ^ 1 for i in range(channels)]]
+        return torch.matmul(x, permutation)
+    return x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
 
 
 def softmax_(logits: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,163 @@
+"""ResT as the spec states it, step by step: the oracle of the fast backbone.
+
+Every op of the spec (the project's ResT spec and its method card) is written
+out plainly on (B, N, C) token sequences: materialised score maps, the 1x1
+head-mixing conv, ``softmax`` and ``nn.InstanceNorm2d``, ``x * sigmoid(conv(x))``
+gates, timm's GELU MLP, explicit residual sums. Nothing is fused, recomputed
+or chunked. The parameter names are the backbone's (and the upstream
+checkpoints'), so one state dict loads into both; it emits, like
+``ResT(arch)`` with the default ``out_indices``, every stage's output after
+its output norm, as (B, C, h, w).
+
+``tools/analysis_tools/benchmark.py --backbone rest-lite --impl fast reference``
+times the backbone against this module.
+"""
+from typing import List, Tuple
+
+import torch
+from torch import nn
+
+from mmrmt.models.backbones.arch import resolve_arch
+from mmrmt.models.backbones.rest import ResT
+
+
+class ReferencePA(nn.Module):
+    """``x * sigmoid(depthwise 3x3 conv(x))`` on (B, C, H, W)."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.pa_conv = nn.Conv2d(channels, channels, 3, 1, 1, groups=channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(self.pa_conv(x))
+
+
+class ReferenceStem(nn.Module):
+    """conv 3x3/2, BN, ReLU, conv 3x3/1, BN, ReLU, conv 3x3/2, PA."""
+
+    def __init__(self, in_channels: int, channels: int) -> None:
+        super().__init__()
+        hidden = channels // 2
+        self.conv1 = nn.Conv2d(in_channels, hidden, 3, 2, 1, bias=False)
+        self.norm1 = nn.BatchNorm2d(hidden)
+        self.conv2 = nn.Conv2d(hidden, hidden, 3, 1, 1, bias=False)
+        self.norm2 = nn.BatchNorm2d(hidden)
+        self.conv3 = nn.Conv2d(hidden, channels, 3, 2, 1, bias=False)
+        self.pos = ReferencePA(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.norm1(self.conv1(x)))
+        x = torch.relu(self.norm2(self.conv2(x)))
+        return self.pos(self.conv3(x))
+
+
+class ReferencePatchEmbed(nn.Module):
+    """conv 3x3/2 with bias, BN, PA."""
+
+    def __init__(self, in_channels: int, channels: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, channels, 3, 2, 1)
+        self.norm = nn.BatchNorm2d(channels)
+        self.pos = ReferencePA(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pos(self.norm(self.conv(x)))
+
+
+class ReferenceAttention(nn.Module):
+    """EMSA on (B, N, C) tokens of an (H, W) grid, with materialised (B, heads, N, N') maps."""
+
+    def __init__(self, dims: int, heads: int, sr_ratio: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.scale = (dims // heads) ** -0.5
+        self.q = nn.Linear(dims, dims)
+        self.kv = nn.Linear(dims, 2 * dims)
+        self.proj = nn.Linear(dims, dims)
+        self.sr_ratio = sr_ratio
+        if sr_ratio > 1:
+            self.sr = nn.Conv2d(dims, dims, sr_ratio + 1, sr_ratio, sr_ratio // 2, groups=dims)
+            self.sr_norm = nn.LayerNorm(dims)
+        if heads > 1:
+            self.transform_conv = nn.Conv2d(heads, heads, 1)
+            self.transform_norm = nn.InstanceNorm2d(heads)
+
+    def forward(self, x: torch.Tensor, height: int, width: int) -> torch.Tensor:
+        batch, length, dims = x.shape
+        q = self.q(x).reshape(batch, length, self.heads, -1).permute(0, 2, 1, 3)
+        if self.sr_ratio > 1:
+            grid = x.transpose(1, 2).reshape(batch, dims, height, width)
+            x = self.sr_norm(self.sr(grid).flatten(2).transpose(1, 2))
+        kv = self.kv(x).reshape(batch, -1, 2, self.heads, dims // self.heads).permute(2, 0, 3, 1, 4)
+        k, v = kv[0], kv[1]
+        attn = (q @ k.transpose(-2, -1)) * self.scale
+        if self.heads > 1:
+            attn = self.transform_norm(self.transform_conv(attn).softmax(dim=-1))
+        else:
+            attn = attn.softmax(dim=-1)
+        return self.proj((attn @ v).transpose(1, 2).reshape(batch, length, dims))
+
+
+class ReferenceMlp(nn.Module):
+    """fc1, exact GELU, fc2."""
+
+    def __init__(self, dims: int, hidden: int) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(dims, hidden)
+        self.fc2 = nn.Linear(hidden, dims)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(nn.functional.gelu(self.fc1(x)))
+
+
+class ReferenceBlock(nn.Module):
+    """x + attn(norm1(x)), then x + mlp(norm2(x)) (no drop path: the reference is deterministic)."""
+
+    def __init__(self, dims: int, heads: int, mlp_ratio: float, sr_ratio: int) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dims)
+        self.attn = ReferenceAttention(dims, heads, sr_ratio)
+        self.norm2 = nn.LayerNorm(dims)
+        self.mlp = ReferenceMlp(dims, int(dims * mlp_ratio))
+
+    def forward(self, x: torch.Tensor, height: int, width: int) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x), height, width)
+        return x + self.mlp(self.norm2(x))
+
+
+class ReferenceResT(nn.Module):
+    """ResT, step by step, with the backbone's parameter names and outputs.
+
+    Args:
+        arch (str | dict): As :class:`mmrmt.models.ResT`'s ``arch``.
+        in_channels (int): Image channels.
+    """
+
+    def __init__(self, arch='small', in_channels: int = 3) -> None:
+        super().__init__()
+        settings = resolve_arch(arch, ResT.arch_zoo, 'ResT', per_stage=ResT.per_stage_args,
+                                optional=ResT.optional_arch_args)
+        dims = settings['embed_dims']
+        self.num_stages = len(dims)
+        self.stem = ReferenceStem(in_channels, dims[0])
+        for i in range(1, self.num_stages):
+            self.add_module(f'patch_embed_{i + 1}', ReferencePatchEmbed(dims[i - 1], dims[i]))
+        for i, depth in enumerate(settings['depths']):
+            self.add_module(f'stage{i + 1}', nn.ModuleList(
+                ReferenceBlock(dims[i], settings['num_heads'][i], settings['mlp_ratios'][i],
+                               settings['sr_ratios'][i]) for _ in range(depth)))
+        self.norm = nn.LayerNorm(dims[-1])
+        self.extra_norms = nn.ModuleDict({str(i): nn.LayerNorm(dims[i]) for i in range(self.num_stages - 1)})
+
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        outs: List[torch.Tensor] = []
+        for i in range(self.num_stages):
+            x = self.stem(x) if i == 0 else getattr(self, f'patch_embed_{i + 1}')(x)
+            batch, dims, height, width = x.shape  # the grid is the conv's output
+            x = x.flatten(2).transpose(1, 2)
+            for block in getattr(self, f'stage{i + 1}'):
+                x = block(x, height, width)
+            norm = self.norm if i == self.num_stages - 1 else self.extra_norms[str(i)]
+            outs.append(norm(x).transpose(1, 2).reshape(batch, dims, height, width))
+            x = x.transpose(1, 2).reshape(batch, dims, height, width)
+        return tuple(outs)

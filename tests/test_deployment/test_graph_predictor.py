@@ -1,0 +1,106 @@
+"""mmrmt.deployment.graph_predictor and quantize: a graph in onnxruntime predicts what the torch model
+predicts through mmdet's / mmseg's own decoding (tiny RMT configs, demo pictures); the int8 graph
+keeps attention in float and stays close to the float one."""
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+import torch
+from mmengine.config import Config
+from mmengine.dataset import pseudo_collate
+from mmengine.registry import DATASETS
+
+from mmrmt.deployment import TensorModeModel, export_onnx, relative_difference
+from mmrmt.deployment.calibration import calibration_feeds, preprocessed_images
+from mmrmt.deployment.graph_predictor import GraphError, GraphPredictor
+from mmrmt.deployment.quantize import ATTENTION_PRODUCT, quantize_graph
+from mmrmt.deployment.session import onnxruntime_session
+from mmrmt.utils.model_from_config import build_cpu_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
+from tool_process import DET_CONFIG, SEG_CONFIG, TEST_CONFIGS, det_data_options, seg_data_options  # noqa: E402
+
+
+def config_on(path, options) -> Config:
+    cfg = Config.fromfile(str(path))
+    cfg.merge_from_dict(dict(option.split('=', 1) for option in options))
+    return cfg
+
+
+def exported(cfg: Config, path: Path, shape=(64, 64)):
+    """The config's model with initialised weights, and its fixed-size tensor-mode graph at ``path``."""
+    torch.manual_seed(0)
+    cfg.model.backbone.pop('init_cfg', None)  # no pretrained checkpoint
+    model = build_cpu_model(cfg)
+    model.init_weights()
+    model.eval()
+    tensor_mode = TensorModeModel(model)
+    export_onnx(tensor_mode, tensor_mode.example_inputs(*shape), str(path))
+    return model
+
+
+def first_samples(cfg: Config, count: int = 4) -> dict:
+    dataset = DATASETS.build(cfg.test_dataloader.dataset)
+    return pseudo_collate([dataset[index] for index in range(count)])
+
+
+def test_two_stage_graph_predicts_what_torch_predicts(demo_root, tmp_path):
+    cfg = config_on(DET_CONFIG, det_data_options(demo_root))
+    # an untrained RPN scores every anchor alike: keep the boxes that score, so there is something to match
+    cfg.model.test_cfg.rcnn.score_thr = 0.0
+    model = exported(cfg, tmp_path / 'det.onnx')
+    data = first_samples(cfg)
+    with torch.no_grad():
+        expected = model.test_step(data)
+    actual = GraphPredictor(model, str(tmp_path / 'det.onnx')).test_step(data)
+    for want, got in zip(expected, actual):
+        want, got = want.pred_instances, got.pred_instances
+        assert len(want) == len(got) > 0
+        torch.testing.assert_close(got.bboxes, want.bboxes, atol=1e-2, rtol=1e-4)
+        torch.testing.assert_close(got.scores, want.scores, atol=1e-4, rtol=1e-3)
+        assert torch.equal(got.labels, want.labels)
+        assert (got.masks != want.masks).float().mean() < 1e-3
+
+
+def test_segmentor_graph_predicts_what_torch_predicts(demo_root, tmp_path):
+    cfg = config_on(SEG_CONFIG, seg_data_options(demo_root))
+    model = exported(cfg, tmp_path / 'seg.onnx')
+    data = first_samples(cfg, 2)
+    with torch.no_grad():
+        expected = model.test_step(data)
+    actual = GraphPredictor(model, str(tmp_path / 'seg.onnx')).test_step(data)
+    for want, got in zip(expected, actual):
+        torch.testing.assert_close(got.seg_logits.data, want.seg_logits.data, atol=1e-4, rtol=1e-4)
+
+
+def test_a_fixed_graph_of_another_size_is_one_clear_error(demo_root, tmp_path):
+    cfg = config_on(SEG_CONFIG, seg_data_options(demo_root))
+    model = exported(cfg, tmp_path / 'seg.onnx', shape=(96, 96))
+    with pytest.raises(GraphError, match=r"input 'image' is 1x3x96x96, got 1x3x64x64 \(export it with "):
+        GraphPredictor(model, str(tmp_path / 'seg.onnx')).test_step(first_samples(cfg, 1))
+
+
+def test_cascade_graph_is_refused_in_one_line(tmp_path):
+    cfg = Config.fromfile(str(TEST_CONFIGS / 'cascade-mask-rcnn_rmt-tiny_fpn_test.py'))
+    model = exported(cfg, tmp_path / 'cascade.onnx')
+    with pytest.raises(GraphError, match='CascadeRoIHead is not evaluated from a graph'):
+        GraphPredictor(model, str(tmp_path / 'cascade.onnx'))
+
+
+def test_int8_keeps_attention_float_and_stays_close(demo_root, tmp_path):
+    cfg = config_on(DET_CONFIG, det_data_options(demo_root))
+    model = exported(cfg, tmp_path / 'det.onnx')
+    feeds = list(calibration_feeds(str(tmp_path / 'det.onnx'), model, preprocessed_images(cfg, model, 4)))
+    assert [sorted(feed) for feed in feeds] == [['image', 'proposals']] * 4
+    kept = quantize_graph(str(tmp_path / 'det.onnx'), str(tmp_path / 'int8.onnx'), feeds, str(tmp_path))
+    # the tiny RMT's stages attend with q k^T and (.) v: four stages, one block each
+    assert list(kept.values()).count(ATTENTION_PRODUCT) >= 8
+    graph = onnx.load(str(tmp_path / 'int8.onnx')).graph
+    assert sum(node.op_type == 'QuantizeLinear' for node in graph.node) > 20
+    assert set(kept) <= {node.name for node in graph.node}
+    float_session, int8_session = (onnxruntime_session(str(tmp_path / name)) for name in ('det.onnx', 'int8.onnx'))
+    for feed in feeds:
+        expected = [torch.from_numpy(array) for array in float_session.run(None, feed)]
+        # the RPN's maps (the RoI head's outputs of an untrained model are near-constant)
+        assert relative_difference(expected[:10], int8_session.run(None, feed)[:10]) < 0.1

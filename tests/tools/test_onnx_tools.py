@@ -1,0 +1,83 @@
+"""tools/deployment/test_onnx.py, quantize_onnx.py and profile_onnx.py as a user runs them (tiny RMT
+configs, demo data): metrics of a graph, an int8 file, a profile; bad inputs are one line, nothing written."""
+import re
+
+import onnx
+import pytest
+from tool_process import DET_CONFIG, check_ok, det_data_options, run_tool
+
+EXPORT = 'deployment/pytorch2onnx.py'
+
+
+@pytest.fixture(scope='module')
+def graphs(tmp_path_factory):
+    """The tiny Mask R-CNN (fixed 64x64, its test size) and its backbone (batch 2, 64x64), exported."""
+    folder = tmp_path_factory.mktemp('graphs')
+    check_ok(run_tool([EXPORT, DET_CONFIG, '--shape', 64, 64, '--out', folder / 'det.onnx']))
+    check_ok(run_tool([EXPORT, DET_CONFIG, '--shape', 64, 64, '--batch', 2, '--backbone-only',
+                       '--out', folder / 'backbone.onnx']))
+    return folder
+
+
+def last_line(result) -> str:
+    assert result.returncode != 0
+    return result.stderr.strip().splitlines()[-1]
+
+
+def test_test_onnx_reports_the_test_metrics(graphs, demo_root, tmp_path):
+    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, graphs / 'det.onnx', '--work-dir', tmp_path,
+                       '--cfg-options', *det_data_options(demo_root)], timeout=900)
+    check_ok(result)
+    metrics = re.search(r'^\S+det\.onnx in onnxruntime: (.+)$', result.stdout, re.M).group(1)
+    assert re.match(r'coco/bbox_mAP -?[\d.]+, coco/bbox_mAP_50 .+, coco/segm_mAP -?[\d.]+', metrics), metrics
+
+
+def test_test_onnx_refuses_a_backbone_graph(graphs, demo_root, tmp_path):
+    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, graphs / 'backbone.onnx', '--work-dir', tmp_path,
+                       '--cfg-options', *det_data_options(demo_root)])
+    assert last_line(result) == (f"error: {graphs / 'backbone.onnx'} takes inputs ['image']; a whole two-stage "
+                                 "model graph takes ['image', 'proposals'] (export it without --backbone-only)")
+
+
+def test_test_onnx_missing_or_broken_model(tmp_path):
+    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, tmp_path / 'none.onnx'])
+    assert last_line(result) == f'error: ONNX model not found: {tmp_path / "none.onnx"}'
+    (tmp_path / 'text.onnx').write_text('not a model')
+    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, tmp_path / 'text.onnx'])
+    assert last_line(result).startswith(f'error: {tmp_path / "text.onnx"} is not an ONNX model')
+
+
+def test_quantize_a_backbone_on_a_folder_of_images(graphs, demo_root, tmp_path):
+    out = tmp_path / 'int8.onnx'
+    result = run_tool(['deployment/quantize_onnx.py', graphs / 'backbone.onnx', '--config', DET_CONFIG,
+                       '--images', demo_root / 'coco' / 'val', '--count', 4, '--out', out], timeout=900)
+    check_ok(result)
+    assert re.search(r'^kept in float: \d+ node\(s\), products of two activations \(attention\)$',
+                     result.stdout, re.M)
+    graph = onnx.load(str(out)).graph
+    assert any(node.op_type == 'QuantizeLinear' for node in graph.node)
+    assert [dim.dim_value for dim in graph.input[0].type.tensor_type.shape.dim] == [2, 3, 64, 64]
+    again = run_tool(['deployment/quantize_onnx.py', graphs / 'backbone.onnx', '--config', DET_CONFIG,
+                      '--images', demo_root / 'coco' / 'val', '--out', out])
+    assert last_line(again) == f'error: --out {out} exists; choose another path, or add --force to replace it'
+
+
+@pytest.mark.parametrize('args,expected', [
+    (['--images', 'no_such_folder'], 'error: --images folder not found: no_such_folder'),
+    (['--count', 0], 'error: --count must be at least 1, got 0'),
+])
+def test_quantize_bad_options(graphs, tmp_path, args, expected):
+    result = run_tool(['deployment/quantize_onnx.py', graphs / 'backbone.onnx', '--config', DET_CONFIG,
+                       '--out', tmp_path / 'int8.onnx', *args])
+    assert last_line(result) == expected
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_profile_lists_op_types(graphs):
+    result = run_tool(['deployment/profile_onnx.py', graphs / 'backbone.onnx', '--runs', 1, '--top', 5])
+    check_ok(result)
+    rows = re.findall(r'^\| (\w+) \| ([\d.]+) \| ([\d.]+) % \|', result.stdout, re.M)
+    assert [op for op, _, _ in rows][-1] == 'all' and len(rows) == 6
+    shares = [float(share) for _, _, share in rows[:-1]]
+    assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 100.1
+    assert {'Gemm', 'Conv'} & {op for op, _, _ in rows}
