@@ -1,17 +1,21 @@
 # mmrmt developer entry points.
 #   make setup  build or reuse $(VENV) (torch, mmcv with ops, mmdet, mmseg, timm, mmrmt)
-#   make test   run the test suite
+#   make test   run the test suite (what CI runs)
+#   make test-fast  the unit tests alone (`-m "not slow"`, see tests/conftest.py), for development
 #   make demo   the main job (see README)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup test demo
+.PHONY: setup test test-fast demo
 
 setup:
 	VENV='$(VENV)' bash tools/misc/setup_env.sh
 
 test: setup
 	$(PY) -m pytest tests -q
+
+test-fast: setup
+	$(PY) -m pytest tests -q -m "not slow"
 
 demo: setup
 	$(PY) tools/misc/demo.py

@@ -23,15 +23,11 @@ keeps random weights (useful only to try the tool).
 """
 import argparse
 import sys
-import warnings
 from pathlib import Path
-
 
 from mmrmt.apis import (build_inferencer, check_test_scale, collect_images, output_files, predict_images,
                         read_image_sizes)
-from mmrmt.utils import PreflightError, check_writable, read_config, read_run_checkpoint
-
-warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
+from mmrmt.utils import PreflightError, check_writable, read_config, read_run_checkpoint, run_main
 
 
 def parse_args() -> argparse.Namespace:
@@ -57,32 +53,29 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    try:
-        if args.batch_size < 1 or args.picture_scale < 1:
-            raise PreflightError('--batch-size and --picture-scale must be at least 1')
-        cfg = read_config(args.config)
-        if args.weights:
-            read_run_checkpoint(args.weights, '--weights checkpoint')
-        images = collect_images(args.inputs)
-        sizes, problems = read_image_sizes(images)
-        check_test_scale(cfg, sizes)
-        readable = list(sizes)
-        for folder in (args.out_dir, Path(args.out_dir) / 'vis', Path(args.out_dir) / 'preds'):
-            check_writable(str(folder), '--out-dir', is_dir=True)
-        outputs = output_files(readable, Path(args.out_dir), args.force)
-        for image, problem in problems.items():
-            print(f'error: {image} {problem}; skipped', file=sys.stderr)
-        if not readable:
-            raise PreflightError(f'none of the {len(images)} images of {args.inputs} can be read')
-        inferencer = build_inferencer(cfg, args.weights, args.device, args.palette)
-    except PreflightError as error:
-        sys.exit(f'error: {error}')
+    if args.batch_size < 1 or args.picture_scale < 1:
+        raise PreflightError('--batch-size and --picture-scale must be at least 1')
+    cfg = read_config(args.config)
+    if args.weights:
+        read_run_checkpoint(args.weights, '--weights checkpoint')
+    images = collect_images(args.inputs)
+    sizes, problems = read_image_sizes(images)
+    check_test_scale(cfg, sizes)
+    readable = list(sizes)
+    for folder in (args.out_dir, Path(args.out_dir) / 'vis', Path(args.out_dir) / 'preds'):
+        check_writable(str(folder), '--out-dir', is_dir=True)
+    outputs = output_files(readable, Path(args.out_dir), args.force)
+    for image, problem in problems.items():
+        print(f'error: {image} {problem}; skipped', file=sys.stderr)
+    if not readable:
+        raise PreflightError(f'none of the {len(images)} images of {args.inputs} can be read')
+    inferencer = build_inferencer(cfg, args.weights, args.device, args.palette)
     predict_images(inferencer, outputs, args.pred_score_thr, args.batch_size, args.picture_scale)
     print(f'{len(readable)} pictures in {Path(args.out_dir) / "vis"}, predictions in '
           f'{Path(args.out_dir) / "preds"}')
     if problems:
-        sys.exit(f'error: {len(problems)} of {len(images)} images could not be read (listed above)')
+        raise PreflightError(f'{len(problems)} of {len(images)} images could not be read (listed above)')
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)

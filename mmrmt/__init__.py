@@ -6,19 +6,22 @@ does, whatever launcher reads the config):
 * registers every backbone in mmdet's and mmseg's ``MODELS`` (whichever is
   installed) and :class:`~mmrmt.engine.ResumeRNGHook` in mmengine's ``HOOKS``;
 * lets torch's weights-only loading accept mmengine checkpoints (see
-  :func:`~mmrmt.utils.allow_mmengine_checkpoints`), so ``--resume`` works
+  :func:`~mmrmt.checkpoint.allow_mmengine_checkpoints`), so ``--resume`` works
   under torch >= 2.6 without turning the safety off;
 * lets configs inherit ours as ``_base_ = 'mmrmt::rmt/...py'`` (see
   :mod:`mmrmt.config_bases`).
 
 RMT's Manhattan self-attention, as a module for any network, is
 :class:`~mmrmt.models.ManhattanSelfAttention2d`, also importable from here.
+
+It imports nothing of the tools' layer (:mod:`mmrmt.utils`, :mod:`mmrmt.apis`,
+:mod:`mmrmt.deployment`): those are imported by the tools that use them.
 """
 from .version import __version__
 from . import engine, models  # noqa: F401  (register the hook and the backbones)
+from .checkpoint import allow_mmengine_checkpoints
 from .config_bases import enable_mmrmt_bases
 from .models import ManhattanSelfAttention2d
-from .utils import allow_mmengine_checkpoints
 
 allow_mmengine_checkpoints()
 enable_mmrmt_bases()

@@ -23,18 +23,14 @@ folder; segmentation writes them to ``DIR/vis_data/vis_image/`` (mmseg's layout)
 """
 import argparse
 import os.path as osp
-import warnings
 
 from mmengine.config import Config
 
-from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths,
-                         check_evaluator_files, check_new_file, check_run_checkpoint, check_writable,
-                         exit_on_preflight_error, load_run_config, parse_launch_args, run_phase)
+from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
+                         check_new_file, check_run_checkpoint, check_writable, config_model_shapes,
+                         load_run_config, parse_launch_args, run_main, run_phase)
 from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 from mmrmt.utils.test_time_aug import use_test_time_aug
-
-# mmengine's imports trigger setuptools' pkg_resources deprecation notice
-warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
 
 
 def parse_args() -> argparse.Namespace:
@@ -77,26 +73,25 @@ def enable_visualization(cfg: Config, args: argparse.Namespace) -> None:
 
 def main() -> None:
     args = parse_args()
-    with exit_on_preflight_error():
-        cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
-        check_work_dir_unused(cfg.work_dir)
-        if args.tta:
-            use_test_time_aug(cfg)
-        check_writable(cfg.work_dir, '--work-dir', is_dir=True)
-        if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
-            raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
-        if args.out and is_detection(cfg):
-            check_new_file(args.out, '--out', args.force)
-        elif args.out:
-            check_writable(args.out, '--out', is_dir=True)
-        if args.show_dir:
-            check_writable(args.show_dir, '--show-dir', is_dir=True)
-        check_run_checkpoint(cfg, args.checkpoint, 'checkpoint',
-                             allow_partial=args.allow_partial_load)
-        check_dataloader_paths(cfg, ['test_dataloader'])
-        check_evaluator_files(cfg, ['test_evaluator'])
-        if args.show or args.show_dir:
-            enable_visualization(cfg, args)
+    cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
+    check_work_dir_unused(cfg.work_dir)
+    if args.tta:
+        use_test_time_aug(cfg)
+    check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+    if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
+        raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
+    if args.out and is_detection(cfg):
+        check_new_file(args.out, '--out', args.force)
+    elif args.out:
+        check_writable(args.out, '--out', is_dir=True)
+    if args.show_dir:
+        check_writable(args.show_dir, '--show-dir', is_dir=True)
+    check_run_checkpoint(cfg, config_model_shapes(cfg), args.checkpoint, 'checkpoint',
+                         allow_partial=args.allow_partial_load)
+    check_dataloader_paths(cfg, ['test_dataloader'])
+    check_evaluator_files(cfg, ['test_evaluator'])
+    if args.show or args.show_dir:
+        enable_visualization(cfg, args)
     cfg.load_from = args.checkpoint
     use_own_work_dir_runner(cfg)
     if args.out and not is_detection(cfg):
@@ -110,4 +105,4 @@ def main() -> None:
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)

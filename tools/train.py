@@ -13,10 +13,10 @@ Before the run starts it checks the config, the data paths, that the work
 dir can be written, the model's ``Pretrained`` files (readable), and the
 checkpoint the run starts from: readable, a training checkpoint for
 ``--resume``, and holding exactly the model's weights (unless
-``--allow-partial-load``). Each problem ends the tool with one line.
+``--allow-partial-load``); ``--cfg-options`` keys and values, and that the
+model builds. Each problem ends the tool with one line, before anything is written.
 """
 import argparse
-import warnings
 from typing import Optional, Tuple
 
 import torch
@@ -25,13 +25,10 @@ from mmengine.config import Config
 from mmrmt.engine.own_checkpoint import checkpoint_out_dir
 from mmrmt.utils import (PreflightError, add_resume_rng_hook, build_runner, check_dataloader_paths,
                          check_evaluator_files, check_pretrained_checkpoints, check_run_checkpoint,
-                         check_writable, exit_on_preflight_error, latest_checkpoint,
-                         load_run_config, parse_launch_args, run_phase)
+                         check_writable, config_model_shapes, latest_checkpoint, load_run_config,
+                         parse_launch_args, run_main, run_phase)
 from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
 from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
-
-# mmengine's imports trigger setuptools' pkg_resources deprecation notice
-warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
 
 
 def parse_args() -> argparse.Namespace:
@@ -74,32 +71,32 @@ def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[s
 
 def main() -> None:
     args = parse_args()
-    with exit_on_preflight_error():
-        cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
-        check_work_dir_unused(cfg.work_dir)
-        if args.amp:
-            if not torch.cuda.is_available():
-                raise PreflightError('--amp needs a CUDA device; train without --amp on the CPU')
-            cfg.optim_wrapper.type = 'AmpOptimWrapper'
-            cfg.optim_wrapper.loss_scale = cfg.get('amp_loss_scale', 'dynamic')
-        if args.auto_scale_lr:
-            enable_auto_scale_lr(cfg)
-        check_writable(cfg.work_dir, '--work-dir', is_dir=True)
-        check_pretrained_checkpoints(cfg)
-        start = set_start_checkpoint(cfg, args.resume)
-        if start is not None:
-            check_run_checkpoint(cfg, *start, resume=bool(cfg.get('resume')),
-                                 allow_partial=args.allow_partial_load)
-        loaders, evaluators = ['train_dataloader'], []
-        if cfg.get('val_cfg'):  # a run without validation needs no validation data
-            loaders.append('val_dataloader')
-            evaluators.append('val_evaluator')
-        check_dataloader_paths(cfg, loaders)
-        check_evaluator_files(cfg, evaluators)
+    cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
+    check_work_dir_unused(cfg.work_dir)
+    if args.amp:
+        if not torch.cuda.is_available():
+            raise PreflightError('--amp needs a CUDA device; train without --amp on the CPU')
+        cfg.optim_wrapper.type = 'AmpOptimWrapper'
+        cfg.optim_wrapper.loss_scale = cfg.get('amp_loss_scale', 'dynamic')
+    if args.auto_scale_lr:
+        enable_auto_scale_lr(cfg)
+    check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+    model_shapes = config_model_shapes(cfg)
+    check_pretrained_checkpoints(cfg)
+    start = set_start_checkpoint(cfg, args.resume)
+    if start is not None:
+        check_run_checkpoint(cfg, model_shapes, *start, resume=bool(cfg.get('resume')),
+                             allow_partial=args.allow_partial_load)
+    loaders, evaluators = ['train_dataloader'], []
+    if cfg.get('val_cfg'):  # a run without validation needs no validation data
+        loaders.append('val_dataloader')
+        evaluators.append('val_evaluator')
+    check_dataloader_paths(cfg, loaders)
+    check_evaluator_files(cfg, evaluators)
     add_resume_rng_hook(cfg)
     use_own_work_dir_runner(cfg)
     run_phase(build_runner(cfg), 'train')
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)

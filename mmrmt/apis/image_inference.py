@@ -25,8 +25,7 @@ from mmengine.registry import DATASETS
 from mmengine.structures import BaseDataElement
 from mmengine.utils import ProgressBar
 
-from mmrmt.checkpoint import extract_state_dict
-from mmrmt.checkpoint.loading import fit_problems, shapes
+from mmrmt.checkpoint import extract_state_dict, fit_problems, shapes
 from mmrmt.utils import PreflightError, revert_sync_bn_when_single
 from .image_inputs import OutputFiles, write_atomically
 

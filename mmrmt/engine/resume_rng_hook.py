@@ -6,6 +6,8 @@ from mmengine.dist import get_world_size
 from mmengine.hooks import Hook
 from mmengine.registry import HOOKS
 
+from mmrmt.checkpoint import make_resumed_config_inert
+
 CHECKPOINT_KEY = 'torch_rng_state'
 
 
@@ -27,6 +29,11 @@ class ResumeRNGHook(Hook):
     Registered in mmengine's ``HOOKS``, so any launcher builds it from a
     config's ``custom_hooks=[dict(type='ResumeRNGHook')]`` (mmrmt's configs
     name it in ``configs/_base_/mmrmt_runtime.py``).
+
+    Being the hook of every resume with mmrmt's configs, it also keeps the
+    resume from running code a file holds: mmengine's ``Runner.resume``
+    executes the text of ``meta['config']``, which the loaded checkpoint then
+    only holds as plain data (:func:`~mmrmt.checkpoint.make_resumed_config_inert`).
     """
 
     priority = 'VERY_LOW'
@@ -41,6 +48,7 @@ class ResumeRNGHook(Hook):
         checkpoint[CHECKPOINT_KEY] = state
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        make_resumed_config_inert(checkpoint)
         state = checkpoint.get(CHECKPOINT_KEY)
         self._pending = dict(state, iter=checkpoint['meta'].get('iter')) if state else None
 

@@ -1,19 +1,26 @@
-"""Helpers of the training and testing tools, shared with the tests."""
+"""The tools' layer: what the scripts of tools/ and demo/ share (config reading,
+``--cfg-options``, preflight checks, run checkpoints, converters' flow, atomic
+writes, the one way a tool ends with an error). ``import mmrmt`` does not
+import it; the model layer never does."""
 from .atomic_file import replaced_atomically
+from .cfg_options import add_cfg_options, apply_cfg_options
 from .config_file import read_config
+from .conversion import converter_arguments, run_backbone_converter, write_checked
+from .model_from_config import build_cpu_model
 from .preflight import (PreflightError, check_dataloader_paths, check_evaluator_files,
-                        check_new_file, check_writable)
-from .run_checkpoint import (check_pretrained_checkpoints, check_run_checkpoint, latest_checkpoint,
-                             read_run_checkpoint)
-from .run_config import (add_resume_rng_hook, build_runner, exit_on_preflight_error,
-                         load_run_config, parse_launch_args, run_phase)
-from .safe_checkpoint import MMENGINE_CHECKPOINT_TYPES, allow_mmengine_checkpoints
+                        check_new_file, check_writable, file_errors_as_tool_errors)
+from .run_checkpoint import (check_pretrained_checkpoints, check_run_checkpoint, config_model_shapes,
+                             latest_checkpoint, read_run_checkpoint)
+from .run_config import (add_resume_rng_hook, build_runner, load_run_config, parse_launch_args,
+                         run_phase)
 from .sync_bn import revert_sync_bn_when_single
+from .tool_main import run_main
 
 __all__ = [
-    'replaced_atomically', 'read_config', 'PreflightError', 'check_dataloader_paths',
-    'check_evaluator_files', 'check_new_file', 'check_writable', 'check_pretrained_checkpoints',
-    'check_run_checkpoint', 'latest_checkpoint', 'read_run_checkpoint', 'add_resume_rng_hook',
-    'build_runner', 'exit_on_preflight_error', 'load_run_config', 'parse_launch_args', 'run_phase',
-    'MMENGINE_CHECKPOINT_TYPES', 'allow_mmengine_checkpoints', 'revert_sync_bn_when_single'
+    'replaced_atomically', 'add_cfg_options', 'apply_cfg_options', 'read_config', 'converter_arguments',
+    'file_errors_as_tool_errors', 'run_backbone_converter', 'write_checked', 'build_cpu_model',
+    'PreflightError', 'check_dataloader_paths', 'check_evaluator_files', 'check_new_file',
+    'check_writable', 'check_pretrained_checkpoints', 'check_run_checkpoint', 'config_model_shapes',
+    'latest_checkpoint', 'read_run_checkpoint', 'add_resume_rng_hook', 'build_runner',
+    'load_run_config', 'parse_launch_args', 'run_phase', 'revert_sync_bn_when_single', 'run_main'
 ]

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 from mmengine.config import Config
 
-from mmrmt.checkpoint.loading import one_line_reason
+from mmrmt.checkpoint import one_line_reason
 from .preflight import PreflightError
 
 

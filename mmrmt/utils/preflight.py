@@ -6,6 +6,7 @@ single-line message naming the missing path and how to fix it.
 """
 import os
 import os.path as osp
+from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence, Tuple
 
 from mmengine.config import Config
@@ -14,7 +15,20 @@ DEMO_DATA_HINT = 'for the demo configs run `python tools/misc/make_demo_data.py`
 
 
 class PreflightError(RuntimeError):
-    """A problem found before the run starts; its message is one line."""
+    """A problem a tool reports as one line: a bad input, found before anything is
+    built or written wherever it can be (the one error type of every tool, turned
+    into ``error: <message>`` and exit status 1 by :func:`mmrmt.utils.run_main`)."""
+
+
+@contextmanager
+def file_errors_as_tool_errors() -> Iterator[None]:
+    """Within the block, a file that is missing or not what it should be
+    (``FileNotFoundError``, ``ValueError`` of :mod:`mmrmt.checkpoint`) is a
+    :class:`PreflightError` with the same one-line message."""
+    try:
+        yield
+    except (FileNotFoundError, ValueError) as error:
+        raise PreflightError(str(error)) from error
 
 
 def is_remote(path: str) -> bool:

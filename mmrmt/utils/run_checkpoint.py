@@ -11,17 +11,16 @@ each of its weights in the file, with the same shape, and nothing more
 """
 import logging
 import os.path as osp
-import warnings
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import torch
 from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.model import BaseTTAModel
-from mmengine.registry import MODELS, init_default_scope
 
-from mmrmt.checkpoint.loading import extract_state_dict, fit_problems, read_checkpoint, shapes
+from mmrmt.checkpoint import extract_state_dict, fit_problems, read_checkpoint, resumed_config, shapes
 from mmrmt.engine.own_checkpoint import ForeignCheckpointError, own_last_checkpoint
+from .model_from_config import build_cpu_model
 from .preflight import PreflightError, is_remote
 
 
@@ -68,7 +67,8 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
     Raises:
         PreflightError: The file is missing, empty, truncated, not a
             checkpoint or without weights; or ``resume`` and it is not a
-            training checkpoint (e.g. a converted backbone).
+            training checkpoint (e.g. a converted backbone), or its
+            ``meta['config']``, which mmengine's resume runs, is not plain data.
     """
     if is_remote(path):
         return None
@@ -77,6 +77,8 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
     try:
         checkpoint = read_checkpoint(path)
         weights = extract_state_dict(checkpoint, path)
+        if resume:
+            resumed_config(checkpoint, path)  # mmengine's resume runs this text: refused unless plain data
     except ValueError as error:
         raise PreflightError(f'{role} {error}') from error
     lacking = lacking_resume_keys(checkpoint) if resume else []
@@ -120,22 +122,24 @@ def config_model_shapes(cfg: Config) -> Dict[str, torch.Size]:
     A test-time augmentation wrapper (``--tta``) counts as the model it
     wraps, whose weights a checkpoint holds. The build is silent: the run
     builds the model again, with its warnings, in its log.
+
+    Raises:
+        PreflightError: The model does not build.
     """
-    init_default_scope(cfg.get('default_scope', 'mmengine'))
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        model = MODELS.build(cfg.model)
+    model = build_cpu_model(cfg, quiet=True)
     if isinstance(model, BaseTTAModel):
         model = model.module
     return shapes(model.state_dict())
 
 
-def check_run_checkpoint(cfg: Config, path: str, role: str, resume: bool = False,
-                         allow_partial: bool = False) -> None:
+def check_run_checkpoint(cfg: Config, model_shapes: Mapping[str, torch.Size], path: str, role: str,
+                         resume: bool = False, allow_partial: bool = False) -> None:
     """Fail before the run unless ``path`` is readable and holds the whole model.
 
     Args:
-        cfg (Config): The run's config (its ``model`` is built to compare).
+        cfg (Config): The run's config (named in messages).
+        model_shapes (Mapping[str, torch.Size]): Its model's weights'
+            shapes (:func:`config_model_shapes`).
         path (str): The checkpoint.
         role (str): See :func:`read_run_checkpoint`.
         resume (bool): See :func:`read_run_checkpoint`.
@@ -149,7 +153,7 @@ def check_run_checkpoint(cfg: Config, path: str, role: str, resume: bool = False
     file_shapes = read_run_checkpoint(path, role, resume)
     if file_shapes is None or allow_partial:
         return
-    problems = fit_problems(config_model_shapes(cfg), file_shapes)
+    problems = fit_problems(model_shapes, file_shapes)
     if problems:
         raise PreflightError(f'{role} {path} does not fit the model of {cfg.filename}: '
                              f'{"; ".join(problems)}. Is it a checkpoint of another model? To '

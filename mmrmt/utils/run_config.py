@@ -9,31 +9,31 @@ setup assumes a GPU per process, so :func:`build_runner` starts gloo itself.
 import argparse
 import os
 import os.path as osp
-import sys
-from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from typing import Any, Optional, Sequence
 
 import torch
 import torch.distributed as dist
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 from mmrmt.engine import ResumeRNGHook
+from .cfg_options import add_cfg_options, apply_cfg_options
 from .config_file import read_config
 from .preflight import PreflightError
 from .sync_bn import revert_sync_bn_when_single
 
 
 def load_run_config(config: str,
-                    cfg_options: Optional[dict] = None,
+                    cfg_options: Optional[Sequence[str]] = None,
                     launcher: str = 'none',
                     work_dir: Optional[str] = None) -> Config:
     """Load ``config`` and prepare it for a run on this machine.
 
     Args:
         config (str): Config file path.
-        cfg_options (dict, optional): ``--cfg-options`` overrides.
+        cfg_options (Sequence[str], optional): ``--cfg-options`` overrides,
+            ``KEY=VALUE`` strings (checked, see :func:`apply_cfg_options`).
         launcher (str): 'none', 'pytorch', 'slurm' or 'mpi'.
         work_dir (str, optional): Overrides the config's ``work_dir``;
             without either, ``./work_dirs/<config name>``.
@@ -43,11 +43,10 @@ def load_run_config(config: str,
 
     Raises:
         PreflightError: If the config file does not exist or cannot be
-            loaded, or a CPU run asks for a launcher other than 'pytorch'.
+            loaded, an override is wrong, or a CPU run asks for a launcher
+            other than 'pytorch'.
     """
-    cfg = read_config(config)
-    if cfg_options:
-        cfg.merge_from_dict(cfg_options)
+    cfg = apply_cfg_options(read_config(config), cfg_options)
     cfg.launcher = launcher
     if work_dir is not None:
         cfg.work_dir = work_dir
@@ -104,9 +103,7 @@ def parse_launch_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
     ``--launcher`` and ``--local_rank`` (for launchers that pass it instead
     of setting ``LOCAL_RANK``).
     """
-    parser.add_argument(
-        '--cfg-options', nargs='+', action=DictAction,
-        help='override config settings, e.g. key=value a.b=1 list="[1,2]" (no spaces)')
+    add_cfg_options(parser)
     parser.add_argument(
         '--allow-partial-load', action='store_true',
         help='load a checkpoint that does not hold exactly the model\'s weights (only the '
@@ -118,15 +115,6 @@ def parse_launch_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
     args = parser.parse_args()
     os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
     return args
-
-
-@contextmanager
-def exit_on_preflight_error() -> Iterator[None]:
-    """End the process with ``error: <message>`` (one line, status 1) on a PreflightError."""
-    try:
-        yield
-    except PreflightError as error:
-        sys.exit(f'error: {error}')
 
 
 def run_phase(runner: Runner, phase: str) -> Any:

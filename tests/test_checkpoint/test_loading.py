@@ -4,7 +4,7 @@ import pickle
 import pytest
 import torch
 
-from mmrmt.checkpoint.loading import checkpoint_file_problem, one_line_reason, read_checkpoint
+from mmrmt.checkpoint import checkpoint_file_problem, one_line_reason, read_checkpoint
 
 
 @pytest.mark.parametrize('error,expected', [

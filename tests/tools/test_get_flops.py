@@ -1,19 +1,15 @@
 """tools/analysis_tools/get_flops.py: attention FLOPs and whole-config counts."""
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 import torch.nn.functional as F
 from mmengine.analysis import FlopAnalyzer
 from mmengine.config import Config
+from helpers.tool_modules import REPO, exit_line, import_tool
 from torch import nn
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / 'tools' / 'analysis_tools'))
-import get_flops  # noqa: E402
+from mmrmt.models.backbones import RMT
 
-from mmrmt.models.backbones import RMT  # noqa: E402
+get_flops = import_tool('tools/analysis_tools/get_flops.py')
 
 
 class FusedAttention(nn.Module):
@@ -82,9 +78,7 @@ def test_fast_and_reference_paths_count_the_same_flops():
 def test_an_input_too_large_to_count_is_one_line_before_the_model(tmp_path, capsys):
     config = str(REPO / 'configs/rmt/retinanet_rmt-t_fpn_1x_coco.py')
     for shape in (['20000', '20000'], ['4097', '64'], ['2100', '2100']):
-        with pytest.raises(SystemExit) as info:
-            get_flops.main([config, '--shape', *shape])
-        assert info.value.code == (f'error: --shape {shape[0]} {shape[1]} is too large to count: at most 4096 '
+        assert exit_line(get_flops.main, [config, '--shape', *shape]) == (f'error: --shape {shape[0]} {shape[1]} is too large to count: at most 4096 '
                                    'pixels a side and 4,194,304 pixels in all (the model runs on the CPU and '
                                    'its attention memory grows with the square of the pixels)')
     assert capsys.readouterr().out == ''

@@ -1,20 +1,20 @@
 """tools/model_converters on synthetic checkpoints in the upstream layouts and
 on checkpoints our tools/train.py wrote; they never destroy a file."""
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from helpers.code_in_checkpoint import with_code_in_saved_config
+from helpers.tool_modules import exit_line, import_tool
 from helpers.upstream_layouts import random_upstream_state_dict
-from mmengine.config import Config
 from tool_process import REPO, load_checkpoint, run_script
 
+from mmrmt.checkpoint import read_saved_config
 from mmrmt.models.backbones import RMT, ResT
 
 CONVERTERS = REPO / 'tools' / 'model_converters'
-sys.path.insert(0, str(CONVERTERS))
-import rest_detectron2_to_mmrmt  # noqa: E402
-import rmt_to_mmrmt  # noqa: E402
+rest_detectron2_to_mmrmt = import_tool('tools/model_converters/rest_detectron2_to_mmrmt.py')
+rmt_to_mmrmt = import_tool('tools/model_converters/rmt_to_mmrmt.py')
 
 
 def load_with_init_cfg(backbone_cls, arch: str, path: Path) -> torch.nn.Module:
@@ -31,10 +31,7 @@ def assert_loaded(backbone: torch.nn.Module, expected: dict) -> None:
 
 def converter_error(converter, args) -> str:
     """Run a converter's main(); return the one line it exits with (status 1)."""
-    with pytest.raises(SystemExit) as exited:
-        converter.main([str(arg) for arg in args])
-    assert isinstance(exited.value.code, str) and '\n' not in exited.value.code
-    return exited.value.code
+    return exit_line(converter.main, args)
 
 
 def rmt_backbone_keys(classifier: dict) -> dict:
@@ -124,7 +121,7 @@ def test_training_checkpoint_of_another_backbone_is_refused(det_work_dir, tmp_pa
 
 def test_training_checkpoint_loads_as_backbone_init(det_work_dir):
     trained = load_checkpoint(det_work_dir / 'iter_4.pth')
-    arch = Config.fromstring(trained['meta']['cfg'], file_format='.py').model.backbone.arch
+    arch = read_saved_config(trained['meta']['cfg'])['model']['backbone']['arch']
     backbone = RMT(arch=arch, init_cfg=dict(type='Pretrained', prefix='backbone.',
                                             checkpoint=str(det_work_dir / 'iter_4.pth')))
     backbone.init_weights()
@@ -184,3 +181,14 @@ def test_refusal_exits_non_zero_in_a_subprocess(rmt_source, tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().startswith(f'error: destination {destination} exists')
     assert destination.read_bytes() == b'the user\'s file'
+
+
+@pytest.mark.parametrize('converter', [rmt_to_mmrmt, rest_detectron2_to_mmrmt])
+def test_the_saved_config_of_a_training_checkpoint_is_never_run(converter, det_work_dir, tmp_path):
+    marker, source = tmp_path / 'PWNED', tmp_path / 'iter_4.pth'
+    torch.save(with_code_in_saved_config(load_checkpoint(det_work_dir / 'iter_4.pth'), marker), source)
+    message = converter_error(converter, [source, tmp_path / 'out.pth'])
+    assert message.startswith(f'error: the config saved in {source} (meta.cfg) is not plain data, so it was '
+                              "not read (nor run): line 1: \"__import__('os').system(")
+    assert message.endswith(' is not a literal')
+    assert not marker.exists() and not (tmp_path / 'out.pth').exists()

@@ -3,15 +3,15 @@
 config, missing or unfitting weights, or an output it may not write end it
 with one line, before anything is built or written."""
 import re
-import sys
 
 import onnx
 import pytest
 import torch
+from helpers.tool_modules import exit_line as tool_exit_line
+from helpers.tool_modules import import_tool
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, TEST_CONFIGS, check_ok, run_tool
 
-sys.path.insert(0, str(REPO / 'tools' / 'deployment'))
-import pytorch2onnx  # noqa: E402
+pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
 
 TOOL = 'deployment/pytorch2onnx.py'
 DIFFERENCE = re.compile(r'^onnxruntime vs torch, max \|difference\| / max \|value\|: (\S+) \((.+)\)$', re.M)
@@ -54,12 +54,10 @@ def test_tensor_mode_export_agrees_in_onnxruntime(config, inputs, outputs, tmp_p
 
 def exit_line(args, capsys) -> str:
     """Run the tool's main() in this process; return the one line it exits with."""
-    with pytest.raises(SystemExit) as exited:
-        pytorch2onnx.main([str(arg) for arg in args])
+    line = tool_exit_line(pytorch2onnx.main, args)
     captured = capsys.readouterr()
     assert captured.out == '' and captured.err == '', 'the tool printed more than its error'
-    assert isinstance(exited.value.code, str) and '\n' not in exited.value.code
-    return exited.value.code
+    return line
 
 
 def test_missing_config_in_a_subprocess(tmp_path):

@@ -5,34 +5,10 @@ One case runs the tool in a subprocess (the line is all the user sees); the
 others run the tool's main() in this process, which is the same code path
 without paying a fresh interpreter each time.
 """
-import runpy
-import sys
-
 import pytest
 import torch
-from tool_process import (DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, load_checkpoint,
-                          run_tool)
-
-
-def assert_fails_with(result, message: str, work_dir) -> None:
-    """The tool exits non-zero, its stderr is the one line starting with ``message``,
-    and no run began (the work dir was never created)."""
-    assert result.returncode != 0
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith(message), result.stderr[-2000:]
-    assert 'Traceback' not in result.stdout + result.stderr
-    assert not work_dir.exists(), 'the run started before failing'
-
-
-def exit_message(tool: str, args, monkeypatch, capsys) -> str:
-    """Run ``tools/<tool>`` in-process; return what it exits with (printed as one line)."""
-    monkeypatch.setattr(sys, 'argv', [tool, *map(str, args)])
-    with pytest.raises(SystemExit) as exited:
-        runpy.run_path(str(REPO / 'tools' / tool), run_name='__main__')
-    captured = capsys.readouterr()
-    assert captured.out == '' and captured.err == '', 'the tool printed more than its error'
-    assert isinstance(exited.value.code, str) and '\n' not in exited.value.code
-    return exited.value.code
+from tool_process import (DET_CONFIG, SEG_CONFIG, assert_fails_with, check_ok, det_data_options,
+                          exit_message, load_checkpoint, run_tool)
 
 
 def test_missing_config_in_a_subprocess(tmp_path):

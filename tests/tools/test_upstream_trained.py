@@ -7,27 +7,25 @@ our config's model strictly and give the outputs of the model whose weights
 they hold.
 """
 import pickle
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from mmengine.config import Config
+from helpers.code_in_checkpoint import with_code_in_saved_config
+from helpers.tool_modules import import_tool
 from helpers.upstream_layouts import upstream_layouts
 from helpers.upstream_trained_layouts import (convfc_bbox_head, rmt_backbone, under, upstream_checkpoint,
                                               upstream_model_layout)
 from tool_process import (DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, load_checkpoint, metric,
                           run_tool, seg_data_options)
 
-from mmrmt.checkpoint.upstream_trained import check_class_names, convert_upstream_trained
+from mmrmt.checkpoint.converters import check_class_names, convert_upstream_trained
 from mmrmt.models.backbones import RMT
-from mmrmt.utils import PreflightError
-from mmrmt.utils.model_from_config import build_cpu_model
+from mmrmt.utils import PreflightError, build_cpu_model
 
-sys.path.insert(0, str(REPO / 'tools' / 'model_converters'))
-sys.path.insert(0, str(REPO / 'tools' / 'analysis_tools'))
-import get_flops  # noqa: E402
-import rmt_upstream_trained_to_mmrmt as converter  # noqa: E402
+get_flops = import_tool('tools/analysis_tools/get_flops.py')
+converter = import_tool('tools/model_converters/rmt_upstream_trained_to_mmrmt.py')
 
 MMDET2 = ('mmdet_version', '2.11.0')
 MMSEG0 = ('mmseg_version', '0.13.0')
@@ -182,12 +180,19 @@ def test_converter_checks_before_writing(tiny_upstream_detector, tmp_path):
         converter.main([str(src), str(dst), '--config', str(DET_CONFIG)])
     with pytest.raises(PreflightError, match='is the source itself'):
         converter.main([str(src), str(src), '--config', str(DET_CONFIG)])
-    with pytest.raises(ValueError, match=r'keys the model does not have, of the .*RPNHead.*; .*'
-                                         r'keys of the model are not in the file \(decode_head'):
+    with pytest.raises(PreflightError, match=r'unexpected keys, of the .*RPNHead.*; .*'
+                                             r'missing keys \(auxiliary_head'):
         converter.main([str(src), str(dst), '--config', str(SEG_CONFIG), '--force'])
     assert dst.read_bytes() == b'keep me' and sorted(p.name for p in tmp_path.iterdir()) == ['ours.pth']
     converter.main([str(src), str(dst), '--config', str(DET_CONFIG), '--force'])
     assert 'state_dict' in load_checkpoint(dst)
+
+
+def test_the_saved_config_texts_are_never_run(tiny_upstream_detector, tmp_path):
+    marker, source = tmp_path / 'PWNED', tmp_path / 'upstream.pth'
+    torch.save(with_code_in_saved_config(torch.load(tiny_upstream_detector, weights_only=True), marker), source)
+    converter.main([str(source), str(tmp_path / 'ours.pth'), '--config', str(DET_CONFIG)])
+    assert 'state_dict' in load_checkpoint(tmp_path / 'ours.pth') and not marker.exists()
 
 
 def test_command_line_error_is_one_line(tiny_upstream_detector, tmp_path):
@@ -195,7 +200,7 @@ def test_command_line_error_is_one_line(tiny_upstream_detector, tmp_path):
                        tmp_path / 'ours.pth', '--config', SEG_CONFIG])
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith(
-        'error: the file does not fit the config\'s model: 36 keys the model does not have')
+        'error: the file does not fit the config\'s model: 36 unexpected keys, of the ')
 
 
 def evaluate(checkpoint: Path, demo_root: Path, out_dir: Path) -> tuple:

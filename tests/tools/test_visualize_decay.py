@@ -1,18 +1,16 @@
 """tools/analysis_tools/visualize_decay.py: the decay prior and the applied attention per head."""
-import sys
-
 import cv2
 import numpy as np
 import pytest
 import torch
 from mmengine.config import Config
+from helpers.tool_modules import import_tool
 from helpers.upstream_layouts import random_upstream_state_dict
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, run_tool
 
 from mmrmt.utils import PreflightError
 
-sys.path.insert(0, str(REPO / 'tools' / 'analysis_tools'))
-import visualize_decay  # noqa: E402
+visualize_decay = import_tool('tools/analysis_tools/visualize_decay.py')
 
 RMT_T_CONFIG = REPO / 'configs' / 'demo' / 'mask-rcnn_rmt-t_fpn_demo.py'
 PANEL_WIDTH = 220  # pixels a head's column takes in the picture (2.2 inches at 100 dpi)

@@ -1,6 +1,7 @@
 """Run the repository's tools in subprocesses, as a user would, on the demo data."""
 import os
 import re
+import runpy
 import shutil
 import socket
 import subprocess
@@ -9,6 +10,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import List, Sequence
 
+import pytest
 import torch
 
 import mmrmt  # noqa: F401  (lets weights-only torch.load read mmengine checkpoints)
@@ -75,6 +77,27 @@ def metric(output: str, name: str) -> float:
 def load_checkpoint(path: Path) -> dict:
     """A checkpoint a training tool wrote, read with torch's weights-only unpickler."""
     return torch.load(path, map_location='cpu', weights_only=True)
+
+
+def assert_fails_with(result, message: str, work_dir) -> None:
+    """The tool exits non-zero, its stderr is the one line starting with ``message``,
+    and no run began (the work dir was never created)."""
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(message), result.stderr[-2000:]
+    assert 'Traceback' not in result.stdout + result.stderr
+    assert not work_dir.exists(), 'the run started before failing'
+
+
+def exit_message(tool: str, args, monkeypatch, capsys) -> str:
+    """Run ``tools/<tool>`` in-process; return what it exits with (printed as one line)."""
+    monkeypatch.setattr(sys, 'argv', [tool, *map(str, args)])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_path(str(REPO / 'tools' / tool), run_name='__main__')
+    captured = capsys.readouterr()
+    assert captured.out == '' and captured.err == '', 'the tool printed more than its error'
+    assert isinstance(exited.value.code, str) and '\n' not in exited.value.code
+    return exited.value.code
 
 
 def copy_without(work_dir: Path, copy: Path, removed: Sequence[str] = ()) -> Path:

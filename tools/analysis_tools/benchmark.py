@@ -37,6 +37,7 @@ Examples::
         --batch 1 --shape 800 1216 --mode train --threads 2
 """
 import argparse
+import importlib.util
 import multiprocessing as mp
 import re
 import statistics
@@ -45,6 +46,7 @@ import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
+from types import ModuleType
 from typing import Dict, List, Optional, Tuple
 
 import torch
@@ -54,6 +56,17 @@ ONNX_IMPL = 'onnxruntime'
 UPSTREAM_IMPL = 'upstream'
 #: Proposals given to two-stage detectors in tensor mode (the RPN's test-time count).
 TENSOR_MODE_PROPOSALS = 1000
+
+
+UPSTREAM_REST = Path(__file__).resolve().parent / 'upstream_rest.py'
+
+
+def import_by_path(path: Path) -> ModuleType:
+    """The Python file at ``path`` as a module (a script beside this one, or the tests' reference ResT)."""
+    spec = importlib.util.spec_from_file_location(f'benchmark_{path.stem}', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -100,7 +113,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
             if not Path(path).is_file():
                 parser.error(f'--onnx file not found: {path}')
     if args.upstream_repo is not None:
-        from upstream_rest import check_upstream_repo
+        check_upstream_repo = import_by_path(UPSTREAM_REST).check_upstream_repo
         if not (args.backbone or '').lower().startswith('rest-') or args.onnx:
             parser.error('--upstream-repo compares ResT backbones: give --backbone rest-ARCH (e.g. rest-lite), '
                          'no config, no --onnx.')
@@ -154,9 +167,8 @@ def build_backbone(name: str, impl: Optional[str], weights: Optional[str] = None
                          f'e.g. rmt-t; got {name!r}.')
     cfg = dict(type=BACKBONE_TYPES[backbone], arch=arch)
     if backbone == 'rest' and impl == 'reference':
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'tests'))
-        from helpers.rest_reference import ReferenceResT
-        model = ReferenceResT(arch)
+        reference = import_by_path(Path(__file__).resolve().parents[2] / 'tests' / 'helpers' / 'rest_reference.py')
+        model = reference.ReferenceResT(arch)
         if weights is not None:
             model.load_state_dict(torch.load(weights, weights_only=True)['model'], strict=False)
         return model
@@ -174,7 +186,7 @@ def build_backbone(name: str, impl: Optional[str], weights: Optional[str] = None
 
 def save_upstream_weights(args: argparse.Namespace, directory: str) -> str:
     """Build the authors' model once (seed 0) and save its state dict for every worker; return the path."""
-    from upstream_rest import load_upstream_module
+    load_upstream_module = import_by_path(UPSTREAM_REST).load_upstream_module
     torch.manual_seed(0)
     arch = args.backbone.lower().partition('-')[2]
     factory = getattr(load_upstream_module(args.upstream_repo), f'rest_{arch}', None)
@@ -187,22 +199,15 @@ def save_upstream_weights(args: argparse.Namespace, directory: str) -> str:
 
 
 def build_whole_model(config: str, impl: Optional[str]) -> Tuple[torch.nn.Module, str]:
-    from mmengine.config import Config
-    from mmengine.registry import init_default_scope
-    cfg = Config.fromfile(config)
+    from mmrmt.utils import build_cpu_model, read_config
+    cfg = read_config(config)
     scope = cfg.get('default_scope', 'mmdet')
-    init_default_scope(scope)
-    import mmrmt  # noqa: F401
+    if scope not in ('mmdet', 'mmseg'):
+        raise ValueError(f"{config}: default_scope must be 'mmdet' or 'mmseg', got {scope!r}.")
     if impl is not None:
         cfg.model.backbone.impl = impl
     cfg.model.backbone.pop('init_cfg', None)  # random weights: no download, same speed
-    if scope == 'mmdet':
-        from mmdet.registry import MODELS
-    elif scope == 'mmseg':
-        from mmseg.registry import MODELS
-    else:
-        raise ValueError(f"{config}: default_scope must be 'mmdet' or 'mmseg', got {scope!r}.")
-    return MODELS.build(cfg.model), scope
+    return build_cpu_model(cfg), scope
 
 
 def synthetic_samples(scope: str, batch: int, shape: Tuple[int, int], device: str) -> list:
@@ -300,7 +305,8 @@ def worker(args: argparse.Namespace, impl: Optional[str], mode: str, conn) -> No
 
         return serve(conn, tensor_mode, 'cpu')
     if impl == UPSTREAM_IMPL:
-        from upstream_rest import build_upstream, upstream_features
+        upstream_rest = import_by_path(UPSTREAM_REST)
+        build_upstream, upstream_features = upstream_rest.build_upstream, upstream_rest.upstream_features
         model = build_upstream(args.upstream_repo, args.backbone.partition('-')[2], args.weights)
         samples = None
 

@@ -28,11 +28,10 @@ import torch
 from mmengine.analysis import FlopAnalyzer, parameter_count
 from mmengine.analysis.print_helper import complexity_stats_table
 from mmengine.analysis.jit_handles import get_shape
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from torch import nn
 
-from mmrmt.utils import PreflightError, exit_on_preflight_error, read_config
-from mmrmt.utils.model_from_config import build_cpu_model
+from mmrmt.utils import PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, read_config, run_main
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -42,8 +41,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='input size: H W, or one value for a square (default: 1280 800)')
     parser.add_argument('--backbone-only', action='store_true', help='count the backbone alone')
     parser.add_argument('--show-table', action='store_true', help='print the per-module table')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override config settings, e.g. model.backbone.arch=s')
+    add_cfg_options(parser, example='model.backbone.arch=s')
     args = parser.parse_args(argv)
     if len(args.shape) not in (1, 2) or min(args.shape) < 1:
         parser.error(f'--shape takes H W or one size, got {args.shape}')
@@ -148,11 +146,8 @@ def complexity(cfg: Config, shape: Sequence[int], backbone_only: bool = False,
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     shape = args.shape if len(args.shape) == 2 else args.shape * 2
-    with exit_on_preflight_error():
-        check_shape(*shape)
-        cfg = read_config(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
+    check_shape(*shape)
+    cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
     result = complexity(cfg, shape, args.backbone_only, args.show_table)
     if args.show_table:
         print(result['table'])
@@ -164,4 +159,4 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)

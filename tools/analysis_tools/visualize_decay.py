@@ -26,25 +26,20 @@ the variant, the attention is random).
 """
 import argparse
 import os.path as osp
-import sys
-import warnings
 from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
 import cv2
 import numpy as np
 import torch
-from mmengine.config import DictAction
 from torch import nn
 
 from mmrmt.apis import read_image as read_image_file
 from mmrmt.checkpoint import extract_state_dict, read_checkpoint
 from mmrmt.models.backbones import RMT
 from mmrmt.models.backbones.rmt.attention import DecomposedWeights
-from mmrmt.utils import PreflightError, check_new_file, read_config, replaced_atomically
-from mmrmt.utils.model_from_config import build_cpu_model
-
-warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
+from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
+                         file_errors_as_tool_errors, read_config, replaced_atomically, run_main)
 
 
 class DecayMaps(NamedTuple):
@@ -76,8 +71,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--max-size', type=int, default=640,
                         help='longer image side fed to the backbone, in pixels (larger images are shrunk)')
     parser.add_argument('--force', action='store_true', help='replace an existing --out')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override config settings, e.g. model.backbone.impl=reference')
+    add_cfg_options(parser, example='model.backbone.impl=reference')
     return parser.parse_args(argv)
 
 
@@ -226,20 +220,19 @@ def paint(image: np.ndarray, maps: DecayMaps, title: str, path: str) -> None:
 
 def main(argv: Optional[List[str]] = None) -> DecayMaps:
     args = parse_args(argv)
-    cfg = read_config(args.config)
+    cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
     if args.weights and not osp.isfile(args.weights):
         raise PreflightError(f'--weights checkpoint not found: {args.weights}')
     if not args.out.lower().endswith('.png'):
         raise PreflightError(f'--out must name a .png file, got {args.out}')
     check_new_file(args.out, '--out', args.force, source=args.image)
     image = read_image(args.image, args.max_size)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
     model = build_cpu_model(cfg)
     grid = feature_size(*image.shape[:2], args.stage)
     query = check_location(model.backbone, args.stage, args.block, args.query, grid)
     if args.weights:
-        load_weights(model.backbone, args.weights)
+        with file_errors_as_tool_errors():
+            load_weights(model.backbone, args.weights)
     maps = decay_maps(model.backbone, image_tensor(image, model.data_preprocessor), args.stage, args.block, query)
     kind = 'decomposed' if model.backbone.layers[args.stage].blocks[args.block].retention.decomposed else 'full'
     paint(image, maps, f'RMT stage {args.stage} ({grid[0]}x{grid[1]} tokens, {kind} MaSA), block {args.block}, '
@@ -249,7 +242,4 @@ def main(argv: Optional[List[str]] = None) -> DecayMaps:
 
 
 if __name__ == '__main__':
-    try:
-        main()
-    except (PreflightError, FileNotFoundError, ValueError) as error:
-        sys.exit(f'error: {error}')
+    run_main(main)

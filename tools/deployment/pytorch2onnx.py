@@ -15,17 +15,16 @@ Examples::
 import argparse
 import importlib.util
 import os.path as osp
-import sys
 from contextlib import contextmanager
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import torch
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 
 from mmrmt.deployment import (EXPORTERS, MIN_DYNAMIC_SIZE, TensorModeModel, check_opset,
                               compare_with_onnxruntime, export_onnx, verification_inputs)
-from mmrmt.utils import (PreflightError, check_new_file, read_config, read_run_checkpoint,
-                         revert_sync_bn_when_single)
+from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
+                         read_config, read_run_checkpoint, run_main)
 
 DEPLOY_HINT = 'install the deploy extra: pip install -e ".[deploy]"'
 
@@ -52,8 +51,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='--verify fails above this |difference| / max|value| (default 1e-4)')
     parser.add_argument('--backbone-only', action='store_true', help='export the backbone alone')
     parser.add_argument('--force', action='store_true', help='overwrite --out if it exists')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override config settings, e.g. model.backbone.impl=reference')
+    add_cfg_options(parser, example='model.backbone.impl=reference')
     return parser.parse_args(argv)
 
 
@@ -73,7 +71,7 @@ def check_modules(names: Sequence[str]) -> None:
 
 def preflight(args: argparse.Namespace) -> Config:
     """Check every input before anything is built; return the config."""
-    cfg = read_config(args.config)
+    cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
     if args.weights is not None:
         read_run_checkpoint(args.weights, '--weights checkpoint')
     check_output_file(args.out, args.force)
@@ -90,8 +88,6 @@ def preflight(args: argparse.Namespace) -> Config:
         raise PreflightError(str(error)) from None
     check_modules(['onnx', *(['onnxscript'] if args.exporter == 'dynamo' else []),
                    *(['onnxruntime'] if args.verify else [])])
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
     if 'model' not in cfg or cfg.get('default_scope', 'mmdet') not in ('mmdet', 'mmseg'):
         raise PreflightError(f"{args.config} is not an mmdet or mmseg model config (no model, or "
                              f"default_scope {cfg.get('default_scope')!r})")
@@ -117,14 +113,10 @@ def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
     Without ``weights``: the initialisation a training run starts from, but
     for the backbone's pretrained checkpoint (nothing is downloaded).
     """
-    from mmengine.registry import MODELS, init_default_scope
     from mmengine.runner import load_checkpoint
 
-    import mmrmt  # noqa: F401  (registers the backbones)
-    revert_sync_bn_when_single(cfg, distributed=False)
-    init_default_scope(cfg.get('default_scope', 'mmdet'))
     cfg.model.backbone.pop('init_cfg', None)
-    model = MODELS.build(cfg.model)
+    model = build_cpu_model(cfg)
     if weights is None:
         with quiet_mmengine_log():
             model.init_weights()
@@ -147,17 +139,17 @@ def verification_sizes(shape: Tuple[int, int], dynamic: bool) -> List[Tuple[int,
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
+    cfg = preflight(args)
     try:
-        cfg = preflight(args)
         model = TensorModeModel(build_model(cfg, args.weights), args.backbone_only)
-    except (PreflightError, ValueError) as error:
-        sys.exit(f'error: {error}')
+    except ValueError as error:  # a model without a tensor mode the export supports
+        raise PreflightError(str(error)) from error
     if args.dynamic and not model.size_is_dynamic:
-        sys.exit('error: a Cascade R-CNN graph exports at a fixed size only (its stages clip the '
-                 'refined boxes to the traced image size); drop --dynamic and export one file per size')
+        raise PreflightError('a Cascade R-CNN graph exports at a fixed size only (its stages clip the '
+                             'refined boxes to the traced image size); drop --dynamic and export one file per size')
     if args.batch not in (None, 1) and not model.batch_is_dynamic:
-        sys.exit(f'error: a {model.kind.replace("_", "-")} detector graph takes one image; '
-                 f'drop --batch {args.batch}')
+        raise PreflightError(f'a {model.kind.replace("_", "-")} detector graph takes one image; '
+                             f'drop --batch {args.batch}')
     batch = 2 if args.dynamic and model.batch_is_dynamic else (args.batch or 1)
     inputs = model.example_inputs(*args.shape, batch, torch.Generator().manual_seed(0))
     export_onnx(model, inputs, args.out, args.exporter, args.opset, args.dynamic)
@@ -172,9 +164,9 @@ def main(argv: Optional[List[str]] = None) -> None:
             print(f'onnxruntime vs torch, max |difference| / max |value|: {difference:.2e} ({description})')
         worst = max(differences.values())
         if worst > args.tolerance:
-            sys.exit(f'error: onnxruntime differs from torch by {worst:.2e} of the largest value, '
-                     f'more than --tolerance {args.tolerance:g}')
+            raise PreflightError(f'onnxruntime differs from torch by {worst:.2e} of the largest value, '
+                                 f'more than --tolerance {args.tolerance:g}')
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)

@@ -15,20 +15,16 @@ import argparse
 import json
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Optional
 
 import torch
-from mmengine.config import DictAction
 from mmengine.hooks import Hook
 from mmengine.runner import find_latest_checkpoint
 
 from mmrmt.apis import build_inferencer, output_files, predict_images
 from mmrmt.datasets import make_demo_data
-from mmrmt.utils import build_runner, load_run_config, run_phase
-
-warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
+from mmrmt.utils import add_cfg_options, build_runner, load_run_config, run_main, run_phase
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'configs' / 'demo' / 'mask-rcnn_rmt-t_fpn_demo.py'
@@ -95,8 +91,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--threads', type=int, default=1,
                         help='compute threads; one keeps a shared 2-core machine responsive, '
                         'more help on an idle machine with more cores')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override settings of the demo config, e.g. train_cfg.max_iters=50')
+    add_cfg_options(parser, example='train_cfg.max_iters=50')
     return parser.parse_args()
 
 
@@ -104,10 +99,10 @@ def main(args: Optional[argparse.Namespace] = None) -> None:
     args = args or parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # progress shows up at once, even piped
     torch.set_num_threads(args.threads)
+    cfg = load_run_config(str(CONFIG), args.cfg_options, work_dir=args.work_dir)
     print(f'[demo] demo data: {DATA_ROOT}')
     make_demo_data(str(DATA_ROOT))
 
-    cfg = load_run_config(str(CONFIG), args.cfg_options, work_dir=args.work_dir)
     cfg.log_level = 'WARNING'  # the progress line replaces mmengine's log (kept in work_dir)
     cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None  # evaluated once, below
     cfg.default_hooks.checkpoint.interval = cfg.train_cfg.max_iters
@@ -140,4 +135,4 @@ def main(args: Optional[argparse.Namespace] = None) -> None:
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)

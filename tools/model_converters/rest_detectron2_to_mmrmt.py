@@ -13,20 +13,16 @@ Example::
     python tools/model_converters/rest_detectron2_to_mmrmt.py mask_rcnn_rest_small.pth \\
         checkpoints/rest-small_coco-mask-rcnn-1x.pth
 """
-import sys
-from pathlib import Path
 from typing import List, Optional
 
-sys.path.insert(0, str(Path(__file__).parent))
-from convert_common import run_converter  # noqa: E402
-
-from mmrmt.models.backbones import ResT  # noqa: E402
-from mmrmt.models.backbones.rest_converter import rest_arch, rest_detectron2_to_mmrmt  # noqa: E402
+from mmrmt.checkpoint.converters import rest_detectron2_to_mmrmt, rest_widths_depths
+from mmrmt.models.backbones import ResT
+from mmrmt.utils import run_backbone_converter, run_main
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    run_converter(__doc__.split('\n')[0], argv, ResT, rest_detectron2_to_mmrmt, rest_arch)
+    run_backbone_converter(__doc__.split('\n')[0], argv, ResT, rest_detectron2_to_mmrmt, rest_widths_depths)
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)

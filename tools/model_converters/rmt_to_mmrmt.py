@@ -12,20 +12,16 @@ Example::
     python tools/model_converters/rmt_to_mmrmt.py maskrcnn_rmt_s_3x.pth \\
         checkpoints/rmt-s_coco-mask-rcnn-3x.pth
 """
-import sys
-from pathlib import Path
 from typing import List, Optional
 
-sys.path.insert(0, str(Path(__file__).parent))
-from convert_common import run_converter  # noqa: E402
-
-from mmrmt.models.backbones import RMT  # noqa: E402
-from mmrmt.models.backbones.rmt_converter import rmt_arch, rmt_upstream_to_mmrmt  # noqa: E402
+from mmrmt.checkpoint.converters import rmt_upstream_to_mmrmt, rmt_widths_depths
+from mmrmt.models.backbones import RMT
+from mmrmt.utils import run_backbone_converter, run_main
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    run_converter(__doc__.split('\n')[0], argv, RMT, rmt_upstream_to_mmrmt, rmt_arch)
+    run_backbone_converter(__doc__.split('\n')[0], argv, RMT, rmt_upstream_to_mmrmt, rmt_widths_depths)
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)

@@ -7,43 +7,27 @@ configs/rmt/; writes the whole model's weights under the config's keys, for
 accounted for (kept, or dropped with the reason printed), the class names the
 file records must be the config dataset's, and the result is proven by a
 strict load into the config's model before it replaces DST (see
-mmrmt/checkpoint/upstream_trained.py for the layouts).
+mmrmt/checkpoint/converters/rmt_trained.py for the layouts).
 
 Example::
 
     python tools/model_converters/rmt_upstream_trained_to_mmrmt.py retinanet_t_1x.pth \\
         checkpoints/retinanet_rmt-t_fpn_1x_coco.pth --config configs/rmt/retinanet_rmt-t_fpn_1x_coco.py
 """
-import argparse
-import sys
-import warnings
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-import torch
 from mmengine.config import Config
 from mmengine.registry import DATASETS
 
-from mmrmt.checkpoint import extract_state_dict, read_checkpoint
-from mmrmt.checkpoint.upstream_trained import check_class_names, convert_upstream_trained
-from mmrmt.utils import PreflightError, check_new_file, read_config, replaced_atomically
-from mmrmt.utils.model_from_config import build_cpu_model
+from mmrmt.checkpoint import extract_state_dict, read_checkpoint, shapes
+from mmrmt.checkpoint.converters import check_class_names, convert_upstream_trained
+from mmrmt.utils import (build_cpu_model, check_new_file, converter_arguments, file_errors_as_tool_errors,
+                         read_config, run_main, write_checked)
 from mmrmt.utils.preflight import leaf_datasets
-
-# mmengine's imports trigger setuptools' pkg_resources deprecation notice
-warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
 
 #: The version fields mmcv 1.x training scripts store in ``meta``.
 SOURCE_VERSION_KEYS = ('mmdet_version', 'mmseg_version', 'mmcv_version')
-
-
-def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('src', help='the authors\' checkpoint (mmdet 2.x / mmseg 0.x)')
-    parser.add_argument('dst', help='where to write the checkpoint of the config')
-    parser.add_argument('--config', required=True, help='our config of the same model (configs/rmt/...)')
-    parser.add_argument('--force', action='store_true', help='replace an existing DST')
-    return parser.parse_args(argv)
 
 
 def config_classes(cfg: Config) -> Optional[Sequence[str]]:
@@ -66,30 +50,30 @@ def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
         dict: The dropped keys of the file, each with its reason.
 
     Raises:
-        PreflightError: A path problem, found before anything is read.
-        ValueError: The file is not an upstream RMT model fitting the config.
+        PreflightError: A path problem, found before anything is read; or the
+            file is not an upstream RMT model fitting the config.
     """
     cfg = read_config(config)
     check_new_file(dst, 'destination', force, source=src)
-    checkpoint = read_checkpoint(src)
-    state_dict = extract_state_dict(checkpoint, src)
-    file_meta = checkpoint.get('meta') or {}
     model = build_cpu_model(cfg)
-    conversion = convert_upstream_trained(
-        state_dict, {key: value.shape for key, value in model.state_dict().items()},
-        model.backbone.out_indices)
     classes = config_classes(cfg)
-    check_class_names(file_meta.get('CLASSES'), classes)
+    with file_errors_as_tool_errors():
+        checkpoint = read_checkpoint(src)
+        file_meta = checkpoint.get('meta') or {}
+        conversion = convert_upstream_trained(extract_state_dict(checkpoint, src), shapes(model.state_dict()),
+                                              model.backbone.out_indices)
+        check_class_names(file_meta.get('CLASSES'), classes)
 
     meta = dict(converted_from=str(src), config=Path(config).name,
                 **{key: file_meta[key] for key in SOURCE_VERSION_KEYS if key in file_meta})
     if classes is not None:
         meta['dataset_meta'] = dict(classes=tuple(classes))
-    Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    with replaced_atomically(dst) as temporary:
-        torch.save(dict(meta=meta, state_dict=conversion.state_dict), temporary)
-        # What replaces dst must load back strictly (weights-only) into the config's model.
-        model.load_state_dict(torch.load(temporary, weights_only=True)['state_dict'], strict=True)
+
+    def load_strictly(written: str) -> None:
+        """What replaces dst must load back strictly (weights-only) into the config's model."""
+        model.load_state_dict(read_checkpoint(written)['state_dict'], strict=True)
+
+    write_checked(dict(meta=meta, state_dict=conversion.state_dict), dst, load_strictly)
     print(f'{src} -> {dst}: {len(conversion.state_dict)} tensors for {Path(config).name}')
     for key, reason in conversion.dropped.items():
         print(f'  dropped {key}: {reason}')
@@ -97,12 +81,11 @@ def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    args = parse_args(argv)
+    parser = converter_arguments(__doc__.split('\n')[0])
+    parser.add_argument('--config', required=True, help='our config of the same model (configs/rmt/...)')
+    args = parser.parse_args(argv)
     convert(args.src, args.dst, args.config, args.force)
 
 
 if __name__ == '__main__':
-    try:
-        main()
-    except (PreflightError, FileNotFoundError, ValueError) as error:
-        sys.exit(f'error: {error}')
+    run_main(main)

@@ -1,10 +1,8 @@
 """A backbone's variant: its settings from the ``arch`` argument (a name or a
-dict), or its name from the shapes of a state dict; and the checks of
-constructor arguments against the values they accept."""
+dict); and the checks of constructor arguments against the values they accept."""
 import math
 import numbers
-import re
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 
 class ArgKind(NamedTuple):
@@ -112,24 +110,3 @@ def check_heads_divide_dims(embed_dims: Sequence[int], num_heads: Sequence[int],
         if channels % heads:
             raise ValueError(f'{backbone}: embed_dims[{stage}]={channels} is not divisible by '
                              f'num_heads[{stage}]={heads}.')
-
-
-def stage_depths(state_dict: Mapping[str, Any], block_key: str) -> List[int]:
-    """Blocks per stage, from the keys matching ``block_key`` (a regex with
-    the stage and block indices as its two groups)."""
-    blocks: Dict[int, int] = {}
-    for key in state_dict:
-        match = re.match(block_key, key)
-        if match:
-            stage, block = int(match.group(1)), int(match.group(2))
-            blocks[stage] = max(blocks.get(stage, 0), block + 1)
-    return [blocks[stage] for stage in sorted(blocks)]
-
-
-def match_arch(arch_zoo: Mapping[str, Mapping[str, Any]], embed_dims: List[int], depths: List[int],
-               backbone: str) -> str:
-    """The first variant name in ``arch_zoo`` with these ``embed_dims`` and ``depths``."""
-    for arch, settings in arch_zoo.items():
-        if list(settings['embed_dims']) == embed_dims and list(settings['depths']) == depths:
-            return arch
-    raise ValueError(f'{backbone}: no variant has embed_dims={embed_dims} and depths={depths}')

@@ -18,6 +18,7 @@ from mmcv.cnn import build_norm_layer
 from timm.layers import DropPath, Mlp, lecun_normal_
 from torch import nn
 
+from mmrmt.checkpoint.converters import resmlp_deit_to_timm
 from mmrmt.registry import register_backbone
 from .arch import BOOL, POSITIVE_INT, POSITIVE_REAL, POWER_OF_TWO, check_arg, resolve_arch
 from .base_backbone import PyramidBackbone
@@ -242,6 +243,8 @@ class ResMLP(PyramidBackbone):
     optional_arch_args = dict(mlp_ratio=POSITIVE_REAL, layer_scale_init=POSITIVE_REAL, window_size=POSITIVE_INT)
     dropped_checkpoint_prefixes = ('head.', )
     new_checkpoint_prefixes = ('out_norms.', 'rescales.')
+    #: The authors' (deit repository) files get timm's keys on loading.
+    convert_checkpoint = staticmethod(resmlp_deit_to_timm)
 
     def __init__(self,
                  arch: Union[str, dict] = '12',
@@ -329,22 +332,6 @@ class ResMLP(PyramidBackbone):
             elif isinstance(module, nn.LayerNorm):
                 nn.init.ones_(module.weight)
                 nn.init.zeros_(module.bias)
-
-    @staticmethod
-    def convert_checkpoint(state_dict: dict) -> dict:
-        """Rename an authors' (deit repository) ResMLP file to timm's keys."""
-        if 'patch_embed.proj.weight' not in state_dict:
-            return state_dict
-        renames = (('patch_embed.', 'stem.'), ('.attn.', '.linear_tokens.'), ('.mlp.', '.mlp_channels.'),
-                   ('.gamma_', '.ls'))
-        converted = {}
-        for key, value in state_dict.items():
-            for old, new in renames:
-                key = key.replace(old, new)
-            if key.endswith(('.alpha', '.beta')):
-                value = value.reshape(1, 1, -1)
-            converted[key] = value
-        return converted
 
     def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         self.check_input(x)

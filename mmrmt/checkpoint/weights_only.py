@@ -1,13 +1,16 @@
-"""Load mmengine checkpoints with torch's weights-only unpickler.
+"""The one allow-list of torch's weights-only unpickler: what checkpoints hold
+besides tensors and plain containers, and nothing that can run code.
 
 torch >= 2.6 loads with ``weights_only=True`` by default and refuses the
 non-tensor objects mmengine stores beside the weights, so ``--resume`` fails
 in any launcher (ours, mmdet's or mmseg's ``tools/train.py``). Instead of
 turning the safety off, :func:`allow_mmengine_checkpoints` (called when
-``mmrmt`` is imported, e.g. through a config's ``custom_imports``) adds to
-torch's allow-list exactly what an mmengine training checkpoint holds besides
-tensors and plain containers:
+``mmrmt`` is imported, e.g. through a config's ``custom_imports``) adds
+:data:`CHECKPOINT_SAFE_GLOBALS` to torch's allow-list; :func:`~mmrmt.checkpoint.read_checkpoint`
+loads with the same list. It holds:
 
+* the argparse arguments upstream training scripts pickle beside the weights
+  (:class:`argparse.Namespace`, a bag of attributes);
 * the message hub's :class:`~mmengine.logging.HistoryBuffer` of every logged
   scalar, whose state holds its statistic functions (pickled as
   ``getattr(HistoryBuffer, 'mean')``): ``builtins.getattr`` is mapped to
@@ -17,6 +20,7 @@ tensors and plain containers:
 
 Anything else (another class, a real ``getattr`` call) is still refused.
 """
+import argparse
 from pickle import UnpicklingError
 from typing import Callable, List, Tuple, Union
 
@@ -70,7 +74,8 @@ def numpy_reconstructors() -> List[SafeGlobal]:
     return globals_
 
 
-MMENGINE_CHECKPOINT_TYPES: List[SafeGlobal] = [
+CHECKPOINT_SAFE_GLOBALS: List[SafeGlobal] = [
+    argparse.Namespace,
     HistoryBuffer,
     (history_buffer_statistic, 'builtins.getattr'),
     *numpy_reconstructors(),
@@ -78,9 +83,10 @@ MMENGINE_CHECKPOINT_TYPES: List[SafeGlobal] = [
 
 
 def allow_mmengine_checkpoints() -> None:
-    """Let weights-only ``torch.load`` accept mmengine checkpoints, in this process.
+    """Let weights-only ``torch.load`` accept mmengine (and upstream scripts')
+    checkpoints, in this process.
 
-    Adds :data:`MMENGINE_CHECKPOINT_TYPES` to torch's safe globals (once;
+    Adds :data:`CHECKPOINT_SAFE_GLOBALS` to torch's safe globals (once;
     calling again changes nothing). Everything else is still refused.
 
     Example:
@@ -89,4 +95,4 @@ def allow_mmengine_checkpoints() -> None:
     """
     allowed = torch.serialization.get_safe_globals()
     torch.serialization.add_safe_globals(
-        [entry for entry in MMENGINE_CHECKPOINT_TYPES if entry not in allowed])
+        [entry for entry in CHECKPOINT_SAFE_GLOBALS if entry not in allowed])

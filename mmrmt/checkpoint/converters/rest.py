@@ -1,15 +1,10 @@
 """ResT detectron2 detector checkpoints (the authors' COCO models) to the
-:class:`~mmrmt.models.backbones.ResT` backbone."""
+:class:`~mmrmt.models.backbones.ResT` backbone's keys."""
 import re
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
-import torch
-
-from mmrmt.checkpoint import extract_state_dict
-from .arch import match_arch, stage_depths
-from .rest import ResT
-
-StateDict = Dict[str, torch.Tensor]
+from ..reading import StateDict, extract_state_dict
+from .variant import stage_depths
 
 DETECTRON2_BACKBONE_PREFIX = 'backbone.bottom_up.'
 
@@ -34,8 +29,8 @@ def rest_detectron2_to_mmrmt(state_dict: StateDict) -> StateDict:
     return renamed
 
 
-def rest_arch(state_dict: StateDict) -> Tuple[str, List[int], List[int]]:
-    """The ResT variant whose shapes a converted state dict has, with its dims and depths."""
+def rest_widths_depths(state_dict: StateDict) -> Tuple[List[int], List[int]]:
+    """Channels and blocks of each stage of a ResT backbone's state dict."""
     depths = stage_depths(state_dict, r'stage(\d+)\.(\d+)\.')
     dims = [state_dict[f'stage{i + 1}.0.norm1.weight'].shape[0] for i in range(len(depths))]
-    return match_arch(ResT.arch_zoo, dims, depths, 'ResT'), dims, depths
+    return dims, depths

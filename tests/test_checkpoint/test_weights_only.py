@@ -9,7 +9,7 @@ import pytest
 import torch
 from mmengine.logging import HistoryBuffer, MessageHub
 
-from mmrmt.utils import allow_mmengine_checkpoints
+from mmrmt.checkpoint import allow_mmengine_checkpoints
 
 
 def mmengine_like_checkpoint() -> dict:

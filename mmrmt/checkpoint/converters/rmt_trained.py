@@ -41,9 +41,8 @@ from typing import Dict, Mapping, NamedTuple, Optional, Sequence
 
 import torch
 
-from .loading import _first
-
-StateDict = Dict[str, torch.Tensor]
+from ..fit import first_few, fit_problems, shapes
+from ..reading import StateDict
 
 _PARAM = r'(weight|bias)'
 _BN = r'(weight|bias|running_mean|running_var|num_batches_tracked)'
@@ -92,7 +91,7 @@ def upstream_module(key: str) -> Optional[str]:
     return None
 
 
-def _unused_output_norms(state_dict: StateDict, emitted_stages: Sequence[int]) -> Dict[str, str]:
+def unused_output_norms(state_dict: StateDict, emitted_stages: Sequence[int]) -> Dict[str, str]:
     dropped = {}
     for key in state_dict:
         match = _OUTPUT_NORM.fullmatch(key)
@@ -103,11 +102,11 @@ def _unused_output_norms(state_dict: StateDict, emitted_stages: Sequence[int]) -
     return dropped
 
 
-def _shape_problem(key: str, file_shape: torch.Size, model_shape: torch.Size) -> str:
-    problem = f'{key}: file {tuple(file_shape)} vs model {tuple(model_shape)}'
+def class_count_hint(key: str) -> str:
+    """For a last layer whose size is the class count, the setting that decides it."""
     if key.rsplit('.', 2)[-2] in _CLASS_LAYERS:
-        problem += ' (another class count: set num_classes in the config)'
-    return problem
+        return ' (another class count: set num_classes in the config)'
+    return ''
 
 
 def convert_upstream_trained(state_dict: StateDict, model_shapes: Mapping[str, torch.Size],
@@ -132,22 +131,10 @@ def convert_upstream_trained(state_dict: StateDict, model_shapes: Mapping[str, t
     unknown = [key for key in state_dict if upstream_module(key) is None]
     if unknown:
         raise ValueError(f'{len(unknown)} keys belong to no module of the upstream RMT detectors and '
-                         f'segmentors ({_first(unknown)}); is this a file of another model?')
-    dropped = _unused_output_norms(state_dict, emitted_stages)
+                         f'segmentors ({first_few(unknown)}); is this a file of another model?')
+    dropped = unused_output_norms(state_dict, emitted_stages)
     kept = {key: value for key, value in state_dict.items() if key not in dropped}
-    foreign = [key for key in kept if key not in model_shapes]
-    mismatched = [_shape_problem(key, value.shape, model_shapes[key]) for key, value in kept.items()
-                  if key in model_shapes and value.shape != model_shapes[key]]
-    missing = [key for key in model_shapes if key not in kept]
-    problems = []
-    if foreign:
-        modules = sorted({upstream_module(key) for key in foreign})
-        problems.append(f'{len(foreign)} keys the model does not have, of the {", ".join(modules)} '
-                        f'({_first(foreign)})')
-    if mismatched:
-        problems.append(f'{len(mismatched)} tensors differ in shape ({_first(mismatched, 3)})')
-    if missing:
-        problems.append(f'{len(missing)} keys of the model are not in the file ({_first(missing)})')
+    problems = fit_problems(model_shapes, shapes(kept), owner_of=upstream_module, shape_hint=class_count_hint)
     if problems:
         raise ValueError(f'the file does not fit the config\'s model: {"; ".join(problems)}. '
                          'Choose the config of the same model, variant and dataset.')

@@ -1,0 +1,132 @@
+"""What every converter of tools/model_converters does: check the destination,
+read, convert, write to a temporary file, prove it by a strict load, then
+replace the destination.
+
+A converter never destroys a file: an existing destination, or one that is
+the source itself, is refused without ``--force``; the result reaches the
+destination (atomically, with :func:`os.replace`) only after it has loaded
+strictly, so a failure leaves every file as it was. No text of a file is run:
+the architecture of a checkpoint our tools/train.py wrote is read from its
+saved config as data (:func:`~mmrmt.checkpoint.read_saved_config`).
+"""
+import argparse
+import inspect
+from pathlib import Path
+from typing import Callable, List, Optional, Tuple, Type, Union
+
+import torch
+
+from mmrmt.checkpoint import (StateDict, extract_state_dict, load_pretrained, read_checkpoint, read_saved_config,
+                              written_by_mmengine)
+from mmrmt.checkpoint.converters import match_arch
+from mmrmt.models.backbones.base_backbone import PyramidBackbone
+from .atomic_file import replaced_atomically
+from .preflight import PreflightError, check_new_file, file_errors_as_tool_errors
+
+Arch = Union[str, dict]
+#: Channels and blocks per stage of a converted state dict.
+WidthsDepths = Callable[[StateDict], Tuple[List[int], List[int]]]
+
+
+def converter_arguments(description: str) -> argparse.ArgumentParser:
+    """The arguments every converter takes: ``src``, ``dst`` and ``--force``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument('src', help='the checkpoint to convert (path or URL)')
+    parser.add_argument('dst', help='where to write the converted checkpoint')
+    parser.add_argument('--force', action='store_true',
+                        help='replace an existing destination (even the source itself)')
+    return parser
+
+
+def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> None:
+    """Save ``payload`` to ``dst`` once ``verify(written file)`` has passed.
+
+    The file is written beside ``dst`` under a temporary name (``dst``'s
+    folder is created if needed) and replaces ``dst`` only if ``verify``
+    returns; otherwise it is removed and ``dst`` is left as it was.
+    """
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    with replaced_atomically(dst) as temporary:
+        torch.save(payload, temporary)
+        verify(temporary)
+
+
+def trained_arch(checkpoint: dict, backbone_cls: Type[PyramidBackbone], src: str) -> Arch:
+    """The ``arch`` of the backbone an mmengine training run used, read from its saved config.
+
+    Raises:
+        ValueError: The saved config is missing or not plain data, or the
+            run trained another backbone type.
+    """
+    text = checkpoint['meta'].get('cfg')
+    if not isinstance(text, str):
+        raise ValueError(f'{src} has no saved config (meta.cfg) naming its backbone')
+    model = read_saved_config(text, f'{src} (meta.cfg)').get('model')
+    backbone = model.get('backbone') if isinstance(model, dict) else None
+    if not isinstance(backbone, dict) or backbone.get('type') != backbone_cls.__name__:
+        kind = backbone.get('type') if isinstance(backbone, dict) else None
+        raise ValueError(f'{src} was trained with the backbone {kind!r}, not '
+                         f'{backbone_cls.__name__}; use the converter of that backbone')
+    return backbone.get('arch', inspect.signature(backbone_cls).parameters['arch'].default)
+
+
+def backbone_weights(src: str, backbone_cls: Type[PyramidBackbone], convert: Callable[[StateDict], StateDict],
+                     widths_depths: WidthsDepths) -> Tuple[StateDict, Arch]:
+    """The backbone's weights under mmrmt's keys, and its ``arch``.
+
+    A checkpoint an mmengine runner wrote (mmrmt's tools/train.py) holds the
+    backbone already in mmrmt's keys, under ``backbone.``, and its saved
+    config names the arch; any other file goes through ``convert``, loses the
+    classifier the backbone drops, and its arch is recognised from the shapes.
+    """
+    checkpoint = read_checkpoint(src)
+    if written_by_mmengine(checkpoint):
+        return (extract_state_dict(checkpoint, src, prefix='backbone.'),
+                trained_arch(checkpoint, backbone_cls, src))
+    converted = convert(extract_state_dict(checkpoint, src))
+    state_dict = {key: value for key, value in converted.items()
+                  if not key.startswith(backbone_cls.dropped_checkpoint_prefixes)}
+    arch = match_arch(backbone_cls.arch_zoo, *widths_depths(state_dict), backbone_cls.__name__)
+    return state_dict, arch
+
+
+def convert_backbone_file(src: str, dst: str, backbone_cls: Type[PyramidBackbone],
+                          convert: Callable[[StateDict], StateDict], widths_depths: WidthsDepths,
+                          force: bool = False) -> Arch:
+    """Convert ``src`` to ``dst`` and prove ``dst`` loads into the backbone.
+
+    The written file is ``{'state_dict': ..., 'meta': {'arch', 'source'}}``;
+    before it replaces ``dst`` it is loaded the way ``init_cfg`` does,
+    strictly, into a ``backbone_cls`` of the detected variant.
+
+    Raises:
+        PreflightError: ``dst`` exists, or is ``src``, and not ``force``; its
+            folder cannot be written; or ``src`` is not a checkpoint of this
+            backbone.
+
+    Returns:
+        str | dict: The detected ``arch``.
+    """
+    check_new_file(dst, 'destination', force, source=src)
+    with file_errors_as_tool_errors():
+        state_dict, arch = backbone_weights(src, backbone_cls, convert, widths_depths)
+    backbone = backbone_cls(arch=arch)
+
+    def load_strictly(written: str) -> None:
+        try:
+            load_pretrained(backbone, written, new_prefixes=backbone.new_checkpoint_prefixes,
+                            dropped_prefixes=backbone.dropped_checkpoint_prefixes)
+        except ValueError as error:
+            raise PreflightError(f'the conversion of {src} does not load into {backbone_cls.__name__}, '
+                                 f'so {dst} was not written: {error}') from error
+
+    write_checked(dict(state_dict=state_dict, meta=dict(arch=arch, source=str(src))), dst, load_strictly)
+    print(f'{src} -> {dst}: {backbone_cls.__name__} arch={arch!r}, {len(state_dict)} tensors')
+    return arch
+
+
+def run_backbone_converter(description: str, argv: Optional[List[str]], backbone_cls: Type[PyramidBackbone],
+                           convert: Callable[[StateDict], StateDict], widths_depths: WidthsDepths) -> Arch:
+    """A backbone converter script's ``main``: parse ``src dst [--force]`` and convert."""
+    args = converter_arguments(description).parse_args(argv)
+    return convert_backbone_file(args.src, args.dst, backbone_cls, convert, widths_depths, args.force)
