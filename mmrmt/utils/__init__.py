@@ -7,6 +7,7 @@ from .cfg_options import add_cfg_options, apply_cfg_options
 from .config_file import read_config
 from .conversion import converter_arguments, run_backbone_converter, write_checked
 from .model_from_config import build_cpu_model
+from .onnx_file import check_graph_file
 from .preflight import (PreflightError, check_dataloader_paths, check_evaluator_files,
                         check_new_file, check_writable, file_errors_as_tool_errors)
 from .run_checkpoint import (check_pretrained_checkpoints, check_run_checkpoint, config_model_shapes,
@@ -18,7 +19,7 @@ from .tool_main import run_main
 
 __all__ = [
     'replaced_atomically', 'add_cfg_options', 'apply_cfg_options', 'read_config', 'converter_arguments',
-    'file_errors_as_tool_errors', 'run_backbone_converter', 'write_checked', 'build_cpu_model',
+    'file_errors_as_tool_errors', 'run_backbone_converter', 'write_checked', 'build_cpu_model', 'check_graph_file',
     'PreflightError', 'check_dataloader_paths', 'check_evaluator_files', 'check_new_file',
     'check_writable', 'check_pretrained_checkpoints', 'check_run_checkpoint', 'config_model_shapes',
     'latest_checkpoint', 'read_run_checkpoint', 'add_resume_rng_hook', 'build_runner',

@@ -1,7 +1,6 @@
 """mmrmt.deployment.graph_predictor and quantize: a graph in onnxruntime predicts what the torch model
 predicts through mmdet's / mmseg's own decoding (tiny RMT configs, demo pictures); the int8 graph
 keeps attention in float and stays close to the float one."""
-import sys
 from pathlib import Path
 
 import onnx
@@ -18,8 +17,11 @@ from mmrmt.deployment.quantize import ATTENTION_PRODUCT, quantize_graph
 from mmrmt.deployment.session import onnxruntime_session
 from mmrmt.utils.model_from_config import build_cpu_model
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
-from tool_process import DET_CONFIG, SEG_CONFIG, TEST_CONFIGS, det_data_options, seg_data_options  # noqa: E402
+from helpers.tool_modules import import_tool
+
+tool_process = import_tool('tests/tools/tool_process.py')
+DET_CONFIG, SEG_CONFIG, TEST_CONFIGS = tool_process.DET_CONFIG, tool_process.SEG_CONFIG, tool_process.TEST_CONFIGS
+det_data_options, seg_data_options = tool_process.det_data_options, tool_process.seg_data_options
 
 
 def config_on(path, options) -> Config:

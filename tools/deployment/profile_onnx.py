@@ -8,17 +8,12 @@ prints the kernel time of each operator type per run, slowest first.
 """
 import argparse
 import os
-import sys
 import tempfile
-from pathlib import Path
 from typing import List, Optional
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_onnx import check_graph_file  # noqa: E402
-
-from mmrmt.utils import PreflightError, exit_on_preflight_error  # noqa: E402
+from mmrmt.utils import PreflightError, check_graph_file, run_main
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -47,10 +42,9 @@ def random_feeds(session, batch: int, shape) -> dict:
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
-    with exit_on_preflight_error():
-        check_graph_file(args.model)
-        if min(args.runs, args.top, args.batch, *args.shape) < 1:
-            raise PreflightError('--runs, --top, --batch and --shape must be at least 1')
+    check_graph_file(args.model)
+    if min(args.runs, args.top, args.batch, *args.shape) < 1:
+        raise PreflightError('--runs, --top, --batch and --shape must be at least 1')
     from mmrmt.deployment.profile import format_profile, time_per_op_type
     from mmrmt.deployment.session import onnxruntime_session
     feeds = random_feeds(onnxruntime_session(args.model, args.threads), args.batch, args.shape)
@@ -65,4 +59,4 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)

@@ -12,19 +12,14 @@ them and why: mmrmt/deployment/quantize.py).
         [--images DIR] [--count 32] [--force] [--cfg-options KEY=VALUE ...]
 """
 import argparse
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import List, Optional
 
-from mmengine.config import DictAction
-
-from mmrmt.utils import (PreflightError, check_dataloader_paths, check_new_file, exit_on_preflight_error,
-                         read_config, replaced_atomically)
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_onnx import check_graph_file  # noqa: E402
+from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model,
+                         check_dataloader_paths, check_graph_file, check_new_file, read_config,
+                         replaced_atomically, run_main)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -36,7 +31,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         "the config's validation set")
     parser.add_argument('--count', type=int, default=32, help='calibration images (default 32)')
     parser.add_argument('--force', action='store_true', help='replace --out if it exists')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction, help='override config settings')
+    add_cfg_options(parser, example='val_dataloader.dataset.data_root=data/coco/')
     return parser.parse_args(argv)
 
 
@@ -48,9 +43,7 @@ def preflight(args: argparse.Namespace):
         raise PreflightError(f'the folder of --out does not exist: {Path(args.out).resolve().parent}')
     if args.count < 1:
         raise PreflightError(f'--count must be at least 1, got {args.count}')
-    cfg = read_config(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
+    cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
     if args.images is None:
         check_dataloader_paths(cfg, ['val_dataloader'])
     else:
@@ -64,12 +57,10 @@ def preflight(args: argparse.Namespace):
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
-    with exit_on_preflight_error():
-        cfg = preflight(args)
+    cfg = preflight(args)
     from mmrmt.deployment.calibration import calibration_feeds, preprocessed_images
     from mmrmt.deployment.graph_predictor import GraphError
     from mmrmt.deployment.quantize import quantize_graph
-    from mmrmt.utils.model_from_config import build_cpu_model
     model = build_cpu_model(cfg).eval()
     images = preprocessed_images(cfg, model, args.count, args.images)
     try:
@@ -77,7 +68,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         with tempfile.TemporaryDirectory() as workspace, replaced_atomically(args.out) as temporary:
             kept = quantize_graph(args.model, temporary, feeds, workspace)
     except GraphError as error:
-        sys.exit(f'error: {error}')
+        raise PreflightError(str(error)) from None
     print(f'wrote {args.out} (int8, calibrated on up to {args.count} images of '
           f'{args.images or "the validation set"})')
     for reason, count in Counter(kept.values()).items():
@@ -85,4 +76,4 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)

@@ -15,18 +15,11 @@ The graph must take the test pipeline's image size: a fixed-size export of
 that size, or a --dynamic one. Needs the deploy extra (pip install -e ".[deploy]").
 """
 import argparse
-import importlib.util
-import sys
-import warnings
 from pathlib import Path
 from typing import List, Optional
 
-from mmengine.config import DictAction
-
-from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
-                         check_writable, exit_on_preflight_error, load_run_config)
-
-warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
+from mmrmt.utils import (PreflightError, add_cfg_options, build_runner, check_dataloader_paths,
+                         check_evaluator_files, check_graph_file, check_writable, load_run_config, run_main)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -35,48 +28,31 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('model', help='the .onnx file (a whole model, not --backbone-only)')
     parser.add_argument('--work-dir', help='folder for the log and metrics (default: work_dirs/<config>_onnx)')
     parser.add_argument('--threads', type=int, help="onnxruntime's threads (default: torch's)")
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override config settings, e.g. test_dataloader.dataset.indices=50')
+    add_cfg_options(parser, example='test_dataloader.dataset.indices=50')
     return parser.parse_args(argv)
-
-
-def check_graph_file(path: str) -> None:
-    """Fail unless ``path`` is a readable ONNX model and onnxruntime is installed."""
-    for module in ('onnx', 'onnxruntime'):
-        if importlib.util.find_spec(module) is None:
-            raise PreflightError(f'{module} is not installed; install the deploy extra: '
-                                 'pip install -e ".[deploy]"')
-    if not Path(path).is_file():
-        raise PreflightError(f'ONNX model not found: {path}')
-    import onnx
-    try:
-        onnx.load(path, load_external_data=False)
-    except Exception as error:  # onnx raises DecodeError and others for a file that is not a model
-        raise PreflightError(f'{path} is not an ONNX model ({type(error).__name__})') from None
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
-    with exit_on_preflight_error():
-        if args.threads is not None and args.threads < 1:
-            raise PreflightError(f'--threads must be at least 1, got {args.threads}')
-        check_graph_file(args.model)
-        work_dir = args.work_dir or str(Path('work_dirs') / f'{Path(args.config).stem}_onnx')
-        cfg = load_run_config(args.config, args.cfg_options, 'none', work_dir)
-        check_writable(cfg.work_dir, '--work-dir', is_dir=True)
-        check_dataloader_paths(cfg, ['test_dataloader'])
-        check_evaluator_files(cfg, ['test_evaluator'])
-        cfg.model.backbone.pop('init_cfg', None)  # the graph holds the weights: nothing to load
-        cfg.load_from = None
+    if args.threads is not None and args.threads < 1:
+        raise PreflightError(f'--threads must be at least 1, got {args.threads}')
+    check_graph_file(args.model)
+    work_dir = args.work_dir or str(Path('work_dirs') / f'{Path(args.config).stem}_onnx')
+    cfg = load_run_config(args.config, args.cfg_options, 'none', work_dir)
+    check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+    check_dataloader_paths(cfg, ['test_dataloader'])
+    check_evaluator_files(cfg, ['test_evaluator'])
+    cfg.model.backbone.pop('init_cfg', None)  # the graph holds the weights: nothing to load
+    cfg.load_from = None
     from mmrmt.deployment.graph_predictor import GraphError, evaluate_graph
     runner = build_runner(cfg)
     try:
         metrics = evaluate_graph(runner, args.model, args.threads)
     except GraphError as error:
-        sys.exit(f'error: {error}')
+        raise PreflightError(str(error)) from None
     print(f'{args.model} in onnxruntime: ' + ', '.join(f'{key} {value:.4f}' if isinstance(value, float)
                                                      else f'{key} {value}' for key, value in metrics.items()))
 
 
 if __name__ == '__main__':
-    main()
+    run_main(main)
