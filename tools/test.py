@@ -74,10 +74,10 @@ def enable_visualization(cfg: Config, args: argparse.Namespace) -> None:
 def main() -> None:
     args = parse_args()
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
-    check_work_dir_unused(cfg.work_dir)
     if args.tta:
         use_test_time_aug(cfg)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+    check_work_dir_unused(cfg.work_dir)
     if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
         raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
     if args.out and is_detection(cfg):

@@ -106,7 +106,7 @@ def read_record(path: str) -> Optional[RunRecord]:
         try:
             with open(path) as lock_file:
                 return RunRecord(**json.loads(lock_file.read()))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # no lock file, or no work dir that could hold one
             return None
         except (ValueError, TypeError):
             if time.monotonic() > deadline:
