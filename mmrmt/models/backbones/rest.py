@@ -336,30 +336,36 @@ class ResT(PyramidBackbone):
         """The emitted stages of (B, C, H, W) images, each (B, C_i, h_i, w_i).
 
         CPU inference in eval mode (BatchNorm on running statistics, so every
-        image on its own) runs a few images at a time, so that the largest
-        map of a chunk (stage 1's MLP hidden) stays under
-        :data:`INFERENCE_CHUNK_BYTES`: large fresh tensors cost page faults
-        on every allocation, small ones come back from the heap warm in cache.
+        image on its own) runs each stage on a few images at a time, so that
+        the stage's MLP hidden map of a chunk stays under
+        :data:`INFERENCE_CHUNK_BYTES`: large fresh tensors cost page faults on
+        every allocation, small ones come back from the heap warm in cache.
+        Later stages have smaller maps and larger weights, so they take more
+        images per chunk and their linear layers reuse each weight over more rows.
         """
         self.check_input(x)
-        if (self.training or torch.is_grad_enabled() or x.device.type != 'cpu' or is_exporting()
-                or torch.jit.is_tracing()):
-            return self._forward(x)
-        hidden_bytes = self.stage(0)[0].mlp.fc1.out_features if len(self.stage(0)) else self.embed_dims[0]
-        hidden_bytes *= -(-x.shape[2] // 4) * -(-x.shape[3] // 4) * x.element_size()
-        step = max(1, INFERENCE_CHUNK_BYTES // hidden_bytes)
-        if step >= x.shape[0]:
-            return self._forward(x)
-        parts = [self._forward(part) for part in x.split(step)]
-        return tuple(torch.cat(stage_outs) for stage_outs in zip(*parts))
-
-    def _forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        chunked = not (self.training or torch.is_grad_enabled() or x.device.type != 'cpu' or is_exporting()
+                       or torch.jit.is_tracing())
         outs = []
         for i in range(self.out_indices[-1] + 1):
-            x = self.patch_embed(i)(x).permute(0, 2, 3, 1)  # (B, h, w, C)
-            for block in self.stage(i):
-                x = self.run_block(block, x)
+            parts = [self.stage_forward(i, part) for part in x.tensor_split(self._chunks(i, x) if chunked else 1)]
+            x = parts[0] if len(parts) == 1 else torch.cat(parts)  # (B, h, w, C)
             if i in self.out_indices:
                 outs.append(self.emit(i, x))
             x = x.permute(0, 3, 1, 2).contiguous()
         return tuple(outs)
+
+    def stage_forward(self, stage: int, x: torch.Tensor) -> torch.Tensor:
+        """Patch embedding and blocks of ``stage`` on the previous (B, C, H, W) map; (B, h, w, C) out."""
+        x = self.patch_embed(stage)(x).permute(0, 2, 3, 1)
+        for block in self.stage(stage):
+            x = self.run_block(block, x)
+        return x
+
+    def _chunks(self, stage: int, x: torch.Tensor) -> int:
+        """How many chunks of images keep ``stage``'s MLP hidden map (of input ``x``) under the budget."""
+        blocks = self.stage(stage)
+        channels = blocks[0].mlp.fc1.out_features if len(blocks) else self.embed_dims[stage]
+        stride = 4 if stage == 0 else 2
+        image_bytes = channels * -(-x.shape[2] // stride) * -(-x.shape[3] // stride) * x.element_size()
+        return -(-x.shape[0] // max(1, INFERENCE_CHUNK_BYTES // image_bytes))

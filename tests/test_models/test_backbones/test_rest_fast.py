@@ -197,7 +197,7 @@ def test_backbone_trains_under_bfloat16_autocast():
 
 @pytest.mark.parametrize('chunks', ['images', 'attention rows'])
 def test_cpu_inference_in_chunks_gives_the_same_outputs(monkeypatch, chunks):
-    """Eval inference on a few images at a time (ResT.forward), attention on a few rows at a time."""
+    """Eval inference on a few images at a time per stage (ResT.forward), attention on a few rows at a time."""
     from mmrmt.models.backbones import rest
     model, _ = build_pair()
     model.eval()
@@ -205,13 +205,14 @@ def test_cpu_inference_in_chunks_gives_the_same_outputs(monkeypatch, chunks):
     calls = []
     with torch.no_grad():
         whole = model(image)
-        if chunks == 'images':  # stage 1's MLP hidden map of one 64x64 image: 16 x 16 x 32 floats
+        if chunks == 'images':  # the MLP hidden maps of one 64x64 image: 16x16x32, 8x8x64, 4x4x96, 2x2x128 floats
             monkeypatch.setattr(rest, 'INFERENCE_CHUNK_BYTES', 2 * 16 * 16 * 32 * 4)
-            monkeypatch.setattr(model, '_forward',
-                                lambda part, run=model._forward: calls.append(len(part)) or run(part))
+            monkeypatch.setattr(model, 'stage_forward', lambda stage, part, run=model.stage_forward:
+                                calls.append((stage, len(part))) or run(stage, part))
         else:
             monkeypatch.setattr(rest_attention, 'ROW_CHUNK_BYTES', 1)
         chunked = model(image)
-    assert calls == ([2, 2, 1] if chunks == 'images' else [])
+    # two images a chunk in stage 1, four in stage 2 (as evenly as can be), all five later
+    assert calls == ([(0, 2), (0, 2), (0, 1), (1, 3), (1, 2), (2, 5), (3, 5)] if chunks == 'images' else [])
     for a, b in zip(whole, chunked):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
