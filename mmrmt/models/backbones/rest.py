@@ -342,8 +342,12 @@ class ResT(PyramidBackbone):
         every allocation, small ones come back from the heap warm in cache.
         Later stages have smaller maps and larger weights, so they take more
         images per chunk and their linear layers reuse each weight over more rows.
+
+        Convolutions read and write channels-last memory (faster kernels on
+        CPU), in which the blocks' (B, h, w, C) layout is a free permute.
         """
         self.check_input(x)
+        x = x.contiguous(memory_format=torch.channels_last)
         chunked = not (self.training or torch.is_grad_enabled() or x.device.type != 'cpu' or is_exporting()
                        or torch.jit.is_tracing())
         outs = []
@@ -352,7 +356,7 @@ class ResT(PyramidBackbone):
             x = parts[0] if len(parts) == 1 else torch.cat(parts)  # (B, h, w, C)
             if i in self.out_indices:
                 outs.append(self.emit(i, x))
-            x = x.permute(0, 3, 1, 2).contiguous()
+            x = x.permute(0, 3, 1, 2)
         return tuple(outs)
 
     def stage_forward(self, stage: int, x: torch.Tensor) -> torch.Tensor:

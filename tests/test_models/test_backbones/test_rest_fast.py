@@ -214,5 +214,4 @@ def test_cpu_inference_in_chunks_gives_the_same_outputs(monkeypatch, chunks):
         chunked = model(image)
     # two images a chunk in stage 1, four in stage 2 (as evenly as can be), all five later
     assert calls == ([(0, 2), (0, 2), (0, 1), (1, 3), (1, 2), (2, 5), (3, 5)] if chunks == 'images' else [])
-    for a, b in zip(whole, chunked):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert max(relative_error(b, a) for a, b in zip(whole, chunked)) < 1e-5  # float32 rounding
