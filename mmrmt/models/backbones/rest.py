@@ -27,8 +27,8 @@ from .rest_attention import mixed_head_attention
 from .rest_mlp import gelu_projection
 
 
-#: CPU inference runs ResT on a few images at a time, so that stage 1's MLP
-#: hidden map of a chunk stays under this many bytes (see :meth:`ResT.forward`).
+#: CPU inference runs each ResT stage on a few images at a time, so that the
+#: stage's MLP hidden map of a chunk stays under this many bytes (see :meth:`ResT.forward`).
 INFERENCE_CHUNK_BYTES = 8 * 2**20
 
 
@@ -338,25 +338,27 @@ class ResT(PyramidBackbone):
         CPU inference in eval mode (BatchNorm on running statistics, so every
         image on its own) runs each stage on a few images at a time, so that
         the stage's MLP hidden map of a chunk stays under
-        :data:`INFERENCE_CHUNK_BYTES`: large fresh tensors cost page faults on
-        every allocation, small ones come back from the heap warm in cache.
+        :data:`INFERENCE_CHUNK_BYTES`: a whole batch's maps stream through
+        main memory, a chunk's stay in cache.
         Later stages have smaller maps and larger weights, so they take more
         images per chunk and their linear layers reuse each weight over more rows.
 
-        Convolutions read and write channels-last memory (faster kernels on
-        CPU), in which the blocks' (B, h, w, C) layout is a free permute.
+        There the convolutions also read and write channels-last memory
+        (faster kernels; in training their backward is slower), in which the
+        blocks' (B, h, w, C) layout is a free permute.
         """
         self.check_input(x)
-        x = x.contiguous(memory_format=torch.channels_last)
         chunked = not (self.training or torch.is_grad_enabled() or x.device.type != 'cpu' or is_exporting()
                        or torch.jit.is_tracing())
+        conv_layout = torch.channels_last if chunked else torch.contiguous_format
+        x = x.contiguous(memory_format=conv_layout)
         outs = []
         for i in range(self.out_indices[-1] + 1):
             parts = [self.stage_forward(i, part) for part in x.tensor_split(self._chunks(i, x) if chunked else 1)]
             x = parts[0] if len(parts) == 1 else torch.cat(parts)  # (B, h, w, C)
             if i in self.out_indices:
                 outs.append(self.emit(i, x))
-            x = x.permute(0, 3, 1, 2)
+            x = x.permute(0, 3, 1, 2).contiguous(memory_format=conv_layout)
         return tuple(outs)
 
     def stage_forward(self, stage: int, x: torch.Tensor) -> torch.Tensor:
