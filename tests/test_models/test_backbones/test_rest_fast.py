@@ -146,6 +146,19 @@ def test_backbone_equals_the_reference_in_float64(shape, train):
             assert torch.equal(grad, torch.zeros_like(grad)), name
 
 
+@pytest.mark.parametrize('shape', [(3, 3, 61, 45), (2, 3, 32, 96)])
+def test_cpu_inference_path_equals_the_reference_in_float64(monkeypatch, shape):
+    """Eval without autograd: images in chunks per stage, convolutions on channels-last memory."""
+    from mmrmt.models.backbones import rest
+    monkeypatch.setattr(rest, 'INFERENCE_CHUNK_BYTES', 1)  # one image a chunk in every stage
+    model, reference = (m.double().eval() for m in build_pair())
+    image = torch.randn(shape, dtype=torch.float64)
+    with torch.no_grad():
+        for out, exp in zip(model(image), reference(image)):
+            assert out.shape == exp.shape
+            assert relative_error(out, exp) < 1e-10
+
+
 def test_backbone_gradients_match_finite_differences_where_the_last_grid_is_one_row():
     """(1, 3, 32, 96): the last stage's grid is 1x3 (there the reference's autograd, not
     ours, disagrees with finite differences: a torch issue with such degenerate maps)."""
