@@ -9,6 +9,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.checkpoint import checkpoint
 
 from mmrmt.checkpoint import load_pretrained
+from ..layers import check_norm_cfg
 from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, check_arg
 
 #: Checkpoint names of mmengine's model zoos (ResNets, HRNets, ... of
@@ -90,9 +91,7 @@ class PyramidBackbone(BaseModule):
         check_arg(name, 'drop_path_rate', drop_path_rate, DROP_RATE)
         check_arg(name, 'norm_eval', norm_eval, BOOL)
         check_arg(name, 'with_cp', with_cp, BOOL)
-        if not isinstance(norm_cfg, dict) or not isinstance(norm_cfg.get('type'), str):
-            raise TypeError(f"{name}: norm_cfg must be a dict with a 'type', e.g. dict(type='BN') or "
-                            f"dict(type='SyncBN', requires_grad=True), got {norm_cfg!r}.")
+        check_norm_cfg(norm_cfg, f'{name}: norm_cfg')
         init_cfg = self._init_cfg_from_pretrained(pretrained, init_cfg)
         self._check_init_cfg(init_cfg)
         super().__init__(init_cfg=init_cfg)

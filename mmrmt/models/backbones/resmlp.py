@@ -14,12 +14,12 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
-from mmcv.cnn import build_norm_layer
 from timm.layers import DropPath, Mlp, lecun_normal_
 from torch import nn
 
 from mmrmt.checkpoint.converters import resmlp_deit_to_timm
 from mmrmt.registry import register_backbone
+from ..layers import build_norm_layer
 from .arch import BOOL, POSITIVE_INT, POSITIVE_REAL, POWER_OF_TWO, check_arg, resolve_arch
 from .base_backbone import PyramidBackbone
 
@@ -152,7 +152,7 @@ def build_rescale(embed_dims: int, octaves: int, norm_cfg: dict) -> nn.Module:
     layers: List[nn.Module] = []
     for step in range(octaves):
         if step:
-            layers += [build_norm_layer(norm_cfg, embed_dims)[1], nn.GELU()]
+            layers += [build_norm_layer(norm_cfg, embed_dims), nn.GELU()]
         layers.append(nn.ConvTranspose2d(embed_dims, embed_dims, 2, 2))
     return nn.Sequential(*layers) if layers else nn.Identity()
 

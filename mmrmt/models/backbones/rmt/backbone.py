@@ -3,13 +3,13 @@ from functools import partial
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
-from mmcv.cnn import build_norm_layer
 from timm.layers import trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
 from ..arch import (BOOL, NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_heads_divide_dims,
                     resolve_arch)
+from ...layers import build_norm_layer
 from ..base_backbone import PyramidBackbone
 from .implementations import implementation
 
@@ -114,7 +114,7 @@ class RMT(PyramidBackbone):
         self.embed_dims = dims
 
         stem_dims = dims[0] // 2
-        norm = lambda channels: build_norm_layer(norm_cfg, channels)[1]  # noqa: E731
+        norm = lambda channels: build_norm_layer(norm_cfg, channels)  # noqa: E731
         self.patch_embed = nn.Module()
         self.patch_embed.proj = classes.stem(
             nn.Conv2d(in_channels, stem_dims, 3, 2, 1), norm(stem_dims), nn.GELU(),
