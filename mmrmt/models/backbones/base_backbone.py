@@ -1,6 +1,6 @@
 """Behaviour every mmrmt backbone shares: outputs, freezing, norm_eval, loading."""
 import warnings
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import torch
 from mmengine.model import BaseModule
@@ -22,6 +22,19 @@ def call_block(block: nn.Module, *args, with_cp: bool) -> torch.Tensor:
     if with_cp and block.training and torch.is_grad_enabled():
         return checkpoint(block, *args, use_reentrant=False)
     return block(*args)
+
+
+def init_linears_and_layer_norms(model: nn.Module, init_linear_weight: Callable[[torch.Tensor], object]) -> None:
+    """Initialise ``model`` from scratch the way ViT-like classifiers do: every
+    Linear's weight with ``init_linear_weight`` and its bias with zeros, every
+    LayerNorm as the identity (modules in ``model.modules()`` order)."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            init_linear_weight(module.weight)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
 
 
 class PyramidBackbone(BaseModule):
