@@ -159,6 +159,7 @@ def test_cpu_inference_path_equals_the_reference_in_float64(monkeypatch, shape):
             assert relative_error(out, exp) < 1e-10
 
 
+@pytest.mark.slow  # float64 finite differences over the whole backbone
 def test_backbone_gradients_match_finite_differences_where_the_last_grid_is_one_row():
     """(1, 3, 32, 96): the last stage's grid is 1x3 (there the reference's autograd, not
     ours, disagrees with finite differences: a torch issue with such degenerate maps)."""
