@@ -4,8 +4,10 @@ Every op of the spec (the project's ResT spec and its method card) is written
 out plainly on (B, N, C) token sequences: materialised score maps, the 1x1
 head-mixing conv, ``softmax`` and ``nn.InstanceNorm2d``, ``x * sigmoid(conv(x))``
 gates, timm's GELU MLP, explicit residual sums. Nothing is fused, recomputed
-or chunked. The parameter names are the backbone's (and the upstream
-checkpoints'), so one state dict loads into both; it emits, like
+or chunked. The stem and the patch embeddings (convs, BN, the positional
+gate) are the backbone's own modules: they have no fast form to check. The
+parameter names are the backbone's (and the upstream checkpoints'), so one
+state dict loads into both; it emits, like
 ``ResT(arch)`` with the default ``out_indices``, every stage's output after
 its output norm, as (B, C, h, w).
 
@@ -18,50 +20,7 @@ import torch
 from torch import nn
 
 from mmrmt.models.backbones.arch import resolve_arch
-from mmrmt.models.backbones.rest import ResT
-
-
-class ReferencePA(nn.Module):
-    """``x * sigmoid(depthwise 3x3 conv(x))`` on (B, C, H, W)."""
-
-    def __init__(self, channels: int) -> None:
-        super().__init__()
-        self.pa_conv = nn.Conv2d(channels, channels, 3, 1, 1, groups=channels)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * torch.sigmoid(self.pa_conv(x))
-
-
-class ReferenceStem(nn.Module):
-    """conv 3x3/2, BN, ReLU, conv 3x3/1, BN, ReLU, conv 3x3/2, PA."""
-
-    def __init__(self, in_channels: int, channels: int) -> None:
-        super().__init__()
-        hidden = channels // 2
-        self.conv1 = nn.Conv2d(in_channels, hidden, 3, 2, 1, bias=False)
-        self.norm1 = nn.BatchNorm2d(hidden)
-        self.conv2 = nn.Conv2d(hidden, hidden, 3, 1, 1, bias=False)
-        self.norm2 = nn.BatchNorm2d(hidden)
-        self.conv3 = nn.Conv2d(hidden, channels, 3, 2, 1, bias=False)
-        self.pos = ReferencePA(channels)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = torch.relu(self.norm1(self.conv1(x)))
-        x = torch.relu(self.norm2(self.conv2(x)))
-        return self.pos(self.conv3(x))
-
-
-class ReferencePatchEmbed(nn.Module):
-    """conv 3x3/2 with bias, BN, PA."""
-
-    def __init__(self, in_channels: int, channels: int) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(in_channels, channels, 3, 2, 1)
-        self.norm = nn.BatchNorm2d(channels)
-        self.pos = ReferencePA(channels)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.pos(self.norm(self.conv(x)))
+from mmrmt.models.backbones.rest import ConvPatchEmbed, ConvStem, ResT
 
 
 class ReferenceAttention(nn.Module):
@@ -139,9 +98,9 @@ class ReferenceResT(nn.Module):
                                 optional=ResT.optional_arch_args)
         dims = settings['embed_dims']
         self.num_stages = len(dims)
-        self.stem = ReferenceStem(in_channels, dims[0])
+        self.stem = ConvStem(in_channels, dims[0], dict(type='BN'))
         for i in range(1, self.num_stages):
-            self.add_module(f'patch_embed_{i + 1}', ReferencePatchEmbed(dims[i - 1], dims[i]))
+            self.add_module(f'patch_embed_{i + 1}', ConvPatchEmbed(dims[i - 1], dims[i], dict(type='BN')))
         for i, depth in enumerate(settings['depths']):
             self.add_module(f'stage{i + 1}', nn.ModuleList(
                 ReferenceBlock(dims[i], settings['num_heads'][i], settings['mlp_ratios'][i],
