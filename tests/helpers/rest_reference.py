@@ -20,37 +20,31 @@ import torch
 from torch import nn
 
 from mmrmt.models.backbones.arch import resolve_arch
-from mmrmt.models.backbones.rest import ConvPatchEmbed, ConvStem, ResT
+from mmrmt.models.backbones.rest import ConvPatchEmbed, ConvStem, EfficientMultiHeadAttention, ResT
 
 
-class ReferenceAttention(nn.Module):
-    """EMSA on (B, N, C) tokens of an (H, W) grid, with materialised (B, heads, N, N') maps."""
+class ReferenceAttention(EfficientMultiHeadAttention):
+    """EMSA on (B, N, C) tokens of an (H, W) grid, with materialised (B, heads, N, N') maps.
+
+    The parameters are the backbone's attention's (its constructor); the
+    forward is the spec's, written out.
+    """
 
     def __init__(self, dims: int, heads: int, sr_ratio: int) -> None:
-        super().__init__()
-        self.heads = heads
-        self.scale = (dims // heads) ** -0.5
-        self.q = nn.Linear(dims, dims)
-        self.kv = nn.Linear(dims, 2 * dims)
-        self.proj = nn.Linear(dims, dims)
-        self.sr_ratio = sr_ratio
-        if sr_ratio > 1:
-            self.sr = nn.Conv2d(dims, dims, sr_ratio + 1, sr_ratio, sr_ratio // 2, groups=dims)
-            self.sr_norm = nn.LayerNorm(dims)
+        super().__init__(dims, heads, sr_ratio)
         if heads > 1:
-            self.transform_conv = nn.Conv2d(heads, heads, 1)
             self.transform_norm = nn.InstanceNorm2d(heads)
 
     def forward(self, x: torch.Tensor, height: int, width: int) -> torch.Tensor:
         batch, length, dims = x.shape
-        q = self.q(x).reshape(batch, length, self.heads, -1).permute(0, 2, 1, 3)
+        q = self.q(x).reshape(batch, length, self.num_heads, -1).permute(0, 2, 1, 3)
         if self.sr_ratio > 1:
             grid = x.transpose(1, 2).reshape(batch, dims, height, width)
             x = self.sr_norm(self.sr(grid).flatten(2).transpose(1, 2))
-        kv = self.kv(x).reshape(batch, -1, 2, self.heads, dims // self.heads).permute(2, 0, 3, 1, 4)
+        kv = self.kv(x).reshape(batch, -1, 2, self.num_heads, dims // self.num_heads).permute(2, 0, 3, 1, 4)
         k, v = kv[0], kv[1]
         attn = (q @ k.transpose(-2, -1)) * self.scale
-        if self.heads > 1:
+        if self.num_heads > 1:
             attn = self.transform_norm(self.transform_conv(attn).softmax(dim=-1))
         else:
             attn = attn.softmax(dim=-1)
