@@ -1,5 +1,4 @@
 """MaSA in its fast form: fused projections and attention, cached tables, same parameters."""
-from functools import partial
 from typing import Optional
 
 import torch
@@ -86,16 +85,23 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         q, k = (apply_rotary_signed(t.view(batch, height, width, self.num_heads, self.head_dims),
                                     signed_sin, cos) for t in (q, k))
         v = v.view(q.shape)
-        attend = partial(F.scaled_dot_product_attention, scale=self.scale)
-        if self.decomposed:  # rows over (B, h, n, w, d), then columns over (B, w, n, h, d)
-            rows = attend(*(t.transpose(2, 3) for t in (q, k, v)), attn_mask=tables.mask_w)
-            out = attend(q.permute(0, 2, 3, 1, 4), k.permute(0, 2, 3, 1, 4), rows.permute(0, 3, 2, 1, 4),
-                         attn_mask=tables.mask_h).permute(0, 3, 1, 2, 4)
+        if self.decomposed:  # rows over (B h, n, w, d), then columns over (B w, n, h, d)
+            rows = self._export_attend(*(t.transpose(2, 3) for t in (q, k, v)), tables.mask_w)
+            out = self._export_attend(q.permute(0, 2, 3, 1, 4), k.permute(0, 2, 3, 1, 4),
+                                      rows.permute(0, 3, 2, 1, 4), tables.mask_h).permute(0, 3, 1, 2, 4)
         else:  # all tokens over (B, n, hw, d)
             q, k, v = (t.reshape(batch, height * width, self.num_heads, self.head_dims).transpose(1, 2)
                        for t in (q, k, v))
-            out = attend(q, k, v, attn_mask=tables.mask).transpose(1, 2)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=tables.mask, scale=self.scale)
+            out = out.transpose(1, 2)
         return self.out_proj(context + out.reshape(batch, height, width, channels))
+
+    def _export_attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                       mask: torch.Tensor) -> torch.Tensor:
+        """SDPA over (B, X, n, L, d) operands, as (B X, n, L, d): the dynamo exporter takes 4-D SDPA only."""
+        out = F.scaled_dot_product_attention(*(t.flatten(0, 1) for t in (q, k, v)), attn_mask=mask,
+                                             scale=self.scale)
+        return out.unflatten(0, q.shape[:2])
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 mask: torch.Tensor) -> torch.Tensor:
