@@ -61,3 +61,22 @@ def test_relative_difference_is_relative_to_the_largest_value_and_checks_shapes(
     assert relative_difference(expected, actual) == pytest.approx(1e-3, rel=1e-3)  # 0.004 / 4
     with pytest.raises(ValueError, match=r'output 1: onnxruntime gave shape \(1,\), torch \(1, 1\)'):
         relative_difference(expected, [actual[0], torch.tensor([2.0]).numpy()])
+
+
+@pytest.mark.parametrize('decomposed', [True, False], ids=['decomposed', 'full'])
+def test_rmt_attention_export_form_equals_eager(decomposed, monkeypatch):
+    """The attention's export form (own projections, channels-last rotary, one layout per pass) computes
+    the eager fast path's output up to float32 rounding."""
+    from mmrmt.models.backbones.rmt import fast_attention, fast_relative_position
+    torch.manual_seed(0)
+    attention = fast_attention.FastManhattanSelfAttention(32, 2, decomposed).eval()
+    relpos = fast_relative_position.FastManhattanRelPos(32, 2, init_value=2.0, heads_range=4.0)
+    norm = nn.LayerNorm(32)
+    x = torch.randn(2, 5, 7, 32)
+    with torch.no_grad():
+        expected = attention(x, relpos, norm)
+        for module in (fast_attention, fast_relative_position):
+            monkeypatch.setattr(module, 'is_exporting', lambda: True)
+        assert relpos.fast_tables(5, 7, decomposed, x.dtype).rotation is None  # the export tables
+        exported = attention(x, relpos, norm)
+    torch.testing.assert_close(exported, expected, rtol=1e-5, atol=1e-5)

@@ -13,7 +13,7 @@ from mmengine.registry import DATASETS
 from mmrmt.deployment import TensorModeModel, export_onnx, relative_difference
 from mmrmt.deployment.calibration import calibration_feeds, preprocessed_images
 from mmrmt.deployment.graph_predictor import GraphError, GraphPredictor
-from mmrmt.deployment.quantize import ATTENTION_PRODUCT, quantize_graph
+from mmrmt.deployment.quantize import ATTENTION_PRODUCT, PERMUTATION, is_permutation, quantize_graph
 from mmrmt.deployment.session import onnxruntime_session
 from mmrmt.utils.model_from_config import build_cpu_model
 
@@ -90,6 +90,15 @@ def test_cascade_graph_is_refused_in_one_line(tmp_path):
         GraphPredictor(model, str(tmp_path / 'cascade.onnx'))
 
 
+def test_permutation_matrices_are_recognised():
+    swap = torch.eye(4)[[1, 0, 3, 2]].numpy()
+    assert is_permutation(swap)
+    assert not is_permutation(2 * swap)
+    assert not is_permutation(torch.ones(4, 4).numpy())
+    assert not is_permutation(torch.eye(4)[[1, 1, 3, 2]].numpy())
+    assert not is_permutation(torch.eye(4)[:3].numpy())
+
+
 def test_int8_keeps_attention_float_and_stays_close(demo_root, tmp_path):
     cfg = config_on(DET_CONFIG, det_data_options(demo_root))
     model = exported(cfg, tmp_path / 'det.onnx')
@@ -98,8 +107,14 @@ def test_int8_keeps_attention_float_and_stays_close(demo_root, tmp_path):
     kept = quantize_graph(str(tmp_path / 'det.onnx'), str(tmp_path / 'int8.onnx'), feeds, str(tmp_path))
     # the tiny RMT's stages attend with q k^T and (.) v: four stages, one block each
     assert list(kept.values()).count(ATTENTION_PRODUCT) >= 8
+    # the rotary's pair swaps of q and k in each block
+    assert list(kept.values()).count(PERMUTATION) == 8
     graph = onnx.load(str(tmp_path / 'int8.onnx')).graph
     assert sum(node.op_type == 'QuantizeLinear' for node in graph.node) > 20
+    # int8 Gemms and MatMuls write float: no quantise / dequantise pair after them
+    producers = {output: node.op_type for node in graph.node for output in node.output}
+    assert not [node.name for node in graph.node
+                if node.op_type == 'QuantizeLinear' and producers.get(node.input[0]) in ('Gemm', 'MatMul')]
     assert set(kept) <= {node.name for node in graph.node}
     float_session, int8_session = (onnxruntime_session(str(tmp_path / name)) for name in ('det.onnx', 'int8.onnx'))
     for feed in feeds:

@@ -54,6 +54,9 @@ def test_quantize_a_backbone_on_a_folder_of_images(graphs, demo_root, tmp_path):
     check_ok(result)
     assert re.search(r'^kept in float: \d+ node\(s\), products of two activations \(attention\)$',
                      result.stdout, re.M)
+    # the tiny RMT's four blocks rotate q and k with a pair swap each
+    assert re.search(r"^kept in float: 8 node\(s\), products by a constant permutation \(the rotary's pair swap\)$",
+                     result.stdout, re.M)
     graph = onnx.load(str(out)).graph
     assert any(node.op_type == 'QuantizeLinear' for node in graph.node)
     assert [dim.dim_value for dim in graph.input[0].type.tensor_type.shape.dim] == [2, 3, 64, 64]

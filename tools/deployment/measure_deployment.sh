@@ -28,11 +28,14 @@ export_graph $MASK --backbone-only --batch 16 --shape 224 224 --out "$OUT/rmt-t_
     --count 16 --out "$OUT/rmt-t_b16_int8.onnx" | tail -3
 "$PYTHON" "${BENCH[@]}" --backbone rmt-t --batch 16 --shape 224 224 \
     --onnx "$OUT/rmt-t_b16.onnx" "$OUT/rmt-t_b16_int8.onnx" | tee "$OUT/speed_backbone.md"
+PROFILE=(tools/deployment/profile_onnx.py --threads "$THREADS" --runs 1)
+for graph in rmt-t_b16 rmt-t_b16_int8; do "$PYTHON" "${PROFILE[@]}" "$OUT/$graph.onnx" | tee "$OUT/profile_$graph.md"; done
 export_graph $RETINA --shape 800 1216 --out "$OUT/retinanet.onnx"
 "$PYTHON" "${BENCH[@]}" $RETINA --batch 1 --shape 800 1216 --onnx "$OUT/retinanet.onnx" | tee "$OUT/speed_retinanet.md"
+"$PYTHON" "${PROFILE[@]}" "$OUT/retinanet.onnx" | tee "$OUT/profile_retinanet.md"
 export_graph $MASK --shape 800 1216 --out "$OUT/mask-rcnn.onnx"
 "$PYTHON" "${BENCH[@]}" $MASK --batch 1 --shape 800 1216 --onnx "$OUT/mask-rcnn.onnx" | tee "$OUT/speed_mask-rcnn.md"
-"$PYTHON" tools/deployment/profile_onnx.py "$OUT/mask-rcnn.onnx" --threads "$THREADS" --runs 1 | tee "$OUT/profile_mask-rcnn.md"
+"$PYTHON" "${PROFILE[@]}" "$OUT/mask-rcnn.onnx" | tee "$OUT/profile_mask-rcnn.md"
 
 echo "## accuracy of the demo model ($CHECKPOINT)"
 "$PYTHON" tools/test.py $DEMO "$CHECKPOINT" --work-dir "$OUT/test_torch" > "$OUT/test_torch.log" 2>&1

@@ -4,8 +4,9 @@ Calibration images come from the config's validation set (or ``--images
 DIR``), through its validation pipeline and the model's data preprocessor,
 resized to a fixed-size graph's input; a two-stage graph is calibrated on
 each image's RPN proposals. Conv, MatMul and Gemm weights become int8 per
-channel and their inputs uint8; attention's products of two activations
-and the layers producing the graph's outputs stay float (the tool prints
+channel and their inputs uint8; attention's products of two activations,
+products by constant permutations and the layers producing the graph's
+outputs stay float (the tool prints
 them and why: mmrmt/deployment/quantize.py).
 
     python tools/deployment/quantize_onnx.py MODEL.onnx --config CONFIG --out MODEL_int8.onnx
