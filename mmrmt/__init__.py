@@ -4,7 +4,7 @@ Importing this package (as a config's ``custom_imports=dict(imports=['mmrmt'])``
 does, whatever launcher reads the config):
 
 * registers every backbone in mmdet's and mmseg's ``MODELS`` (whichever is
-  installed) and :class:`~mmrmt.engine.ResumeRNGHook` in mmengine's ``HOOKS``;
+  installed);
 * lets torch's weights-only loading accept mmengine checkpoints (see
   :func:`~mmrmt.checkpoint.allow_mmengine_checkpoints`), so ``--resume`` works
   under torch >= 2.6 without turning the safety off;
@@ -14,11 +14,14 @@ does, whatever launcher reads the config):
 RMT's Manhattan self-attention, as a module for any network, is
 :class:`~mmrmt.models.ManhattanSelfAttention2d`, also importable from here.
 
-It imports nothing of the tools' layer (:mod:`mmrmt.utils`, :mod:`mmrmt.apis`,
-:mod:`mmrmt.deployment`): those are imported by the tools that use them.
+It imports neither mmengine's Runner nor anything of the tools' layer
+(:mod:`mmrmt.utils`, :mod:`mmrmt.apis`, :mod:`mmrmt.deployment`): the runner
+and hook of :mod:`mmrmt.engine` are imported by the configs that name them
+(``configs/_base_/mmrmt_runtime.py``), the TTA model on its first lookup (see
+:mod:`mmrmt.registry`), the rest by the tools that use them.
 """
 from .version import __version__
-from . import engine, models  # noqa: F401  (register the hook and the backbones)
+from . import models  # noqa: F401  (registers the backbones)
 from .checkpoint import allow_mmengine_checkpoints
 from .config_bases import enable_mmrmt_bases
 from .models import ManhattanSelfAttention2d

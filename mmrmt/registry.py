@@ -5,11 +5,20 @@ whichever of the two is installed (at least one must be), so that a config of
 either library finds them by ``type`` after
 ``custom_imports=dict(imports=['mmrmt'])``. A library that is installed but
 fails to import raises its own error: only an absent one is skipped.
+
+What only some runs use lives in mmrmt's own scope, imported on its first
+lookup (as mmdet's registries import ``mmdet.models``): a config names it
+``type='mmrmt.InstanceSegTTAModel'``, and mmengine then imports this module,
+finds :data:`MODELS` as the ``mmrmt`` child of its own and imports its
+``locations``. The runner and hook every mmrmt config uses are registered in
+mmengine's ``RUNNERS`` and ``HOOKS`` by importing :mod:`mmrmt.engine`, which
+``configs/_base_/mmrmt_runtime.py`` names in ``custom_imports``.
 """
 from importlib import import_module
 from importlib.util import find_spec
 from typing import List, Type
 
+from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import Registry
 
 #: The libraries whose ``<library>.registry.MODELS`` receive the backbones.
@@ -31,6 +40,9 @@ def installed_model_registries() -> List[Registry]:
 
 
 TARGET_REGISTRIES = installed_model_registries()
+
+#: mmrmt's models that need mmdet and only some runs use (the TTA model of ``--tta``).
+MODELS = Registry('model', parent=MMENGINE_MODELS, scope='mmrmt', locations=['mmrmt.models.test_time_augs'])
 
 
 def register_backbone(cls: Type) -> Type:

@@ -1,7 +1,8 @@
 """The import direction of docs/design.md: every package imports only from the
 layers below it, and ``import mmrmt`` (what configs' custom_imports run)
-loads the model layer and nothing of the tools' layer."""
+loads the model layer and neither mmengine's Runner nor the tools' layer."""
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -41,14 +42,64 @@ def test_imports_point_down(path):
     assert not upward, f'{path.relative_to(PACKAGE)} ({own}) imports {sorted(upward)}, not below it'
 
 
-def test_import_mmrmt_registers_the_models_and_nothing_of_the_tools():
-    code = ('import sys, mmrmt, torch\n'
-            'from mmengine.registry import HOOKS\n'
-            'from mmrmt.checkpoint import CHECKPOINT_SAFE_GLOBALS\n'
-            f'print(sorted(name for name in sys.modules if name.startswith({TOOL_LAYER!r})))\n'
-            "print(HOOKS.get('ResumeRNGHook') is not None)\n"
-            'print(all(entry in torch.serialization.get_safe_globals() for entry in CHECKPOINT_SAFE_GLOBALS))\n')
-    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300,
-                            cwd=PACKAGE.parent)
+#: Run in a fresh process: what ``import mmrmt`` loads and registers, then what reading
+#: a config that inherits configs/_base_/mmrmt_runtime.py adds, then a TTA lookup.
+IMPORT_SCRIPT = f'''
+import json, sys
+import torch
+import mmrmt
+from mmengine.registry import HOOKS, MODELS, RUNNERS
+from mmrmt.checkpoint import CHECKPOINT_SAFE_GLOBALS
+
+def loaded(*prefixes):
+    return sorted(name for name in sys.modules if name.startswith(prefixes))
+
+def registered(module):
+    return {{library: sorted(name for name in ('RMT', 'ResT', 'ResMLP', 'ManhattanSelfAttention2d')
+                             if __import__(library + '.registry', fromlist=['MODELS']).MODELS.get(name) is module[name])
+            for library in ('mmdet', 'mmseg')}}
+
+report = dict(runner=loaded('mmengine.runner'), engine=loaded('mmrmt.engine'), tools=loaded{TOOL_LAYER!r},
+              mmdet_models=loaded('mmdet.models'), backbones=registered(vars(mmrmt.models)),
+              safe_globals=all(entry in torch.serialization.get_safe_globals() for entry in CHECKPOINT_SAFE_GLOBALS),
+              hook_before_config=HOOKS.get('ResumeRNGHook') is not None)
+from mmengine.config import Config
+Config.fromfile(sys.argv[1])
+report.update(hook=HOOKS.get('ResumeRNGHook').__module__, runner_class=RUNNERS.get('OwnWorkDirRunner').__module__)
+from mmdet.registry import MODELS as MMDET_MODELS
+report['tta'] = MMDET_MODELS.get('mmrmt.InstanceSegTTAModel').__module__
+print(json.dumps(report))
+'''
+
+
+@pytest.fixture(scope='module')
+def import_report() -> dict:
+    """What a fresh process loads and registers through ``import mmrmt`` and a config."""
+    runtime = PACKAGE.parent / 'configs' / '_base_' / 'mmrmt_runtime.py'
+    result = subprocess.run([sys.executable, '-c', IMPORT_SCRIPT, str(runtime)], capture_output=True,
+                            text=True, timeout=300, cwd=PACKAGE.parent)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.split('\n')[:3] == ['[]', 'True', 'True']
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_import_mmrmt_loads_neither_the_runner_nor_the_tools(import_report):
+    assert import_report['runner'] == []
+    assert import_report['engine'] == []
+    assert import_report['tools'] == []
+    assert import_report['mmdet_models'] == []  # the TTA model, which extends mmdet's, is not imported
+    assert not import_report['hook_before_config']
+
+
+def test_import_mmrmt_registers_the_backbones_and_the_checkpoint_types(import_report):
+    every = sorted(['ManhattanSelfAttention2d', 'ResMLP', 'ResT', 'RMT'])
+    assert import_report['backbones'] == dict(mmdet=every, mmseg=every)
+    assert import_report['safe_globals']
+
+
+def test_mmrmt_configs_register_the_runner_and_hook_they_name(import_report):
+    assert import_report['hook'] == 'mmrmt.engine.resume_rng_hook'
+    assert import_report['runner_class'] == 'mmrmt.engine.own_work_dir_runner'
+
+
+def test_the_scoped_tta_model_is_imported_on_its_first_lookup(import_report):
+    assert import_report['tta'] == 'mmrmt.models.test_time_augs.instance_seg_tta'

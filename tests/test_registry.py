@@ -29,6 +29,7 @@ def run_without(libraries, checks: str = '') -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # a fresh process (tests/test_import_layers.py is the fast tier's)
 @pytest.mark.parametrize('absent,present', [('mmseg', 'mmdet'), ('mmdet', 'mmseg')])
 def test_import_with_one_library_registers_in_it(absent, present):
     result = run_without([absent], CHECK_REGISTERED_IN.format(present=present))
@@ -36,6 +37,7 @@ def test_import_with_one_library_registers_in_it(absent, present):
     assert result.stdout.strip() == f'registered in {present}'
 
 
+@pytest.mark.slow  # a fresh process
 def test_import_with_neither_library_says_what_to_install():
     result = run_without(['mmdet', 'mmseg'])
     assert result.returncode != 0

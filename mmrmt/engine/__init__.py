@@ -1,5 +1,7 @@
-"""Runner extensions, registered in mmengine's ``HOOKS`` and ``RUNNERS`` for any
-launcher's configs."""
+"""Runner extensions, registered in mmengine's ``RUNNERS`` and ``HOOKS`` when this
+package is imported: by the ``custom_imports`` of every mmrmt config
+(``configs/_base_/mmrmt_runtime.py``), whichever launcher reads it, and by the
+tools' layer. ``import mmrmt`` does not import it (it loads mmengine's Runner)."""
 from .own_checkpoint import own_last_checkpoint
 from .own_work_dir_runner import OwnWorkDirRunner
 from .resume_rng_hook import ResumeRNGHook

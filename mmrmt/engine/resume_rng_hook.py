@@ -26,9 +26,11 @@ class ResumeRNGHook(Hook):
     0's states are saved, so a distributed run restores none (each process
     keeps its own seeded stream).
 
-    Registered in mmengine's ``HOOKS``, so any launcher builds it from a
-    config's ``custom_hooks=[dict(type='ResumeRNGHook')]`` (mmrmt's configs
-    name it in ``configs/_base_/mmrmt_runtime.py``).
+    Registered in mmengine's ``HOOKS`` when :mod:`mmrmt.engine` is imported,
+    so any launcher builds it from a config's
+    ``custom_hooks=[dict(type='ResumeRNGHook')]`` whose ``custom_imports``
+    name ``mmrmt.engine`` (mmrmt's configs do both in
+    ``configs/_base_/mmrmt_runtime.py``).
 
     Being the hook of every resume with mmrmt's configs, it also keeps the
     resume from running code a file holds: mmengine's ``Runner.resume``

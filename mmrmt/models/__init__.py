@@ -1,6 +1,4 @@
-from importlib.util import find_spec
-
+"""The backbones (registered on import) and, imported only when a config names
+``mmrmt.InstanceSegTTAModel``, the test-time augmentation model (see
+:mod:`mmrmt.registry`)."""
 from .backbones import *  # noqa: F401,F403
-
-if find_spec('mmdet') is not None:  # the TTA model extends mmdet's
-    from . import test_time_augs  # noqa: F401  (registers InstanceSegTTAModel)

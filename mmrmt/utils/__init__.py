@@ -5,7 +5,7 @@ import it; the model layer never does."""
 from .atomic_file import replaced_atomically
 from .cfg_options import add_cfg_options, apply_cfg_options
 from .config_file import read_config
-from .conversion import converter_arguments, run_backbone_converter, write_checked
+from .conversion import backbone_converter_main, converter_arguments, write_checked
 from .model_from_config import build_cpu_model
 from .onnx_file import check_graph_file
 from .preflight import (PreflightError, check_dataloader_paths, check_evaluator_files,
@@ -19,7 +19,7 @@ from .tool_main import run_main
 
 __all__ = [
     'replaced_atomically', 'add_cfg_options', 'apply_cfg_options', 'read_config', 'converter_arguments',
-    'file_errors_as_tool_errors', 'run_backbone_converter', 'write_checked', 'build_cpu_model', 'check_graph_file',
+    'file_errors_as_tool_errors', 'backbone_converter_main', 'write_checked', 'build_cpu_model', 'check_graph_file',
     'PreflightError', 'check_dataloader_paths', 'check_evaluator_files', 'check_new_file',
     'check_writable', 'check_pretrained_checkpoints', 'check_run_checkpoint', 'config_model_shapes',
     'latest_checkpoint', 'read_run_checkpoint', 'add_resume_rng_hook', 'build_runner',

@@ -11,6 +11,7 @@ saved config as data (:func:`~mmrmt.checkpoint.read_saved_config`).
 """
 import argparse
 import inspect
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple, Type, Union
 
@@ -18,7 +19,9 @@ import torch
 
 from mmrmt.checkpoint import (StateDict, extract_state_dict, load_pretrained, read_checkpoint, read_saved_config,
                               written_by_mmengine)
-from mmrmt.checkpoint.converters import match_arch
+from mmrmt.checkpoint.converters import (match_arch, rest_detectron2_to_mmrmt, rest_widths_depths,
+                                         rmt_upstream_to_mmrmt, rmt_widths_depths)
+from mmrmt.models.backbones import RMT, ResT
 from mmrmt.models.backbones.base_backbone import PyramidBackbone
 from .atomic_file import replaced_atomically
 from .preflight import PreflightError, check_new_file, file_errors_as_tool_errors
@@ -26,6 +29,29 @@ from .preflight import PreflightError, check_new_file, file_errors_as_tool_error
 Arch = Union[str, dict]
 #: Channels and blocks per stage of a converted state dict.
 WidthsDepths = Callable[[StateDict], Tuple[List[int], List[int]]]
+
+
+@dataclass(frozen=True)
+class BackboneConversion:
+    """How one backbone's files in foreign layouts become backbone files mmrmt loads.
+
+    Args:
+        backbone_cls (type): The backbone the result must load into.
+        convert (callable): The upstream state dict under mmrmt's keys
+            (from :mod:`mmrmt.checkpoint.converters`).
+        widths_depths (callable): Channels and blocks per stage of a
+            converted state dict, which name its variant.
+    """
+
+    backbone_cls: Type[PyramidBackbone]
+    convert: Callable[[StateDict], StateDict]
+    widths_depths: WidthsDepths
+
+
+#: What each ``tools/model_converters`` backbone script converts.
+BACKBONE_CONVERSIONS = dict(
+    rmt=BackboneConversion(RMT, rmt_upstream_to_mmrmt, rmt_widths_depths),
+    rest=BackboneConversion(ResT, rest_detectron2_to_mmrmt, rest_widths_depths))
 
 
 def converter_arguments(description: str) -> argparse.ArgumentParser:
@@ -70,34 +96,33 @@ def trained_arch(checkpoint: dict, backbone_cls: Type[PyramidBackbone], src: str
     return backbone.get('arch', inspect.signature(backbone_cls).parameters['arch'].default)
 
 
-def backbone_weights(src: str, backbone_cls: Type[PyramidBackbone], convert: Callable[[StateDict], StateDict],
-                     widths_depths: WidthsDepths) -> Tuple[StateDict, Arch]:
+def backbone_weights(src: str, conversion: BackboneConversion) -> Tuple[StateDict, Arch]:
     """The backbone's weights under mmrmt's keys, and its ``arch``.
 
     A checkpoint an mmengine runner wrote (mmrmt's tools/train.py) holds the
     backbone already in mmrmt's keys, under ``backbone.``, and its saved
-    config names the arch; any other file goes through ``convert``, loses the
-    classifier the backbone drops, and its arch is recognised from the shapes.
+    config names the arch; any other file goes through the family's
+    ``convert``, loses the classifier the backbone drops, and its arch is
+    recognised from the shapes.
     """
+    backbone_cls = conversion.backbone_cls
     checkpoint = read_checkpoint(src)
     if written_by_mmengine(checkpoint):
         return (extract_state_dict(checkpoint, src, prefix='backbone.'),
                 trained_arch(checkpoint, backbone_cls, src))
-    converted = convert(extract_state_dict(checkpoint, src))
+    converted = conversion.convert(extract_state_dict(checkpoint, src))
     state_dict = {key: value for key, value in converted.items()
                   if not key.startswith(backbone_cls.dropped_checkpoint_prefixes)}
-    arch = match_arch(backbone_cls.arch_zoo, *widths_depths(state_dict), backbone_cls.__name__)
+    arch = match_arch(backbone_cls.arch_zoo, *conversion.widths_depths(state_dict), backbone_cls.__name__)
     return state_dict, arch
 
 
-def convert_backbone_file(src: str, dst: str, backbone_cls: Type[PyramidBackbone],
-                          convert: Callable[[StateDict], StateDict], widths_depths: WidthsDepths,
-                          force: bool = False) -> Arch:
+def convert_backbone_file(src: str, dst: str, conversion: BackboneConversion, force: bool = False) -> Arch:
     """Convert ``src`` to ``dst`` and prove ``dst`` loads into the backbone.
 
     The written file is ``{'state_dict': ..., 'meta': {'arch', 'source'}}``;
     before it replaces ``dst`` it is loaded the way ``init_cfg`` does,
-    strictly, into a ``backbone_cls`` of the detected variant.
+    strictly, into the family's backbone of the detected variant.
 
     Raises:
         PreflightError: ``dst`` exists, or is ``src``, and not ``force``; its
@@ -109,7 +134,8 @@ def convert_backbone_file(src: str, dst: str, backbone_cls: Type[PyramidBackbone
     """
     check_new_file(dst, 'destination', force, source=src)
     with file_errors_as_tool_errors():
-        state_dict, arch = backbone_weights(src, backbone_cls, convert, widths_depths)
+        state_dict, arch = backbone_weights(src, conversion)
+    backbone_cls = conversion.backbone_cls
     backbone = backbone_cls(arch=arch)
 
     def load_strictly(written: str) -> None:
@@ -125,8 +151,16 @@ def convert_backbone_file(src: str, dst: str, backbone_cls: Type[PyramidBackbone
     return arch
 
 
-def run_backbone_converter(description: str, argv: Optional[List[str]], backbone_cls: Type[PyramidBackbone],
-                           convert: Callable[[StateDict], StateDict], widths_depths: WidthsDepths) -> Arch:
-    """A backbone converter script's ``main``: parse ``src dst [--force]`` and convert."""
-    args = converter_arguments(description).parse_args(argv)
-    return convert_backbone_file(args.src, args.dst, backbone_cls, convert, widths_depths, args.force)
+def backbone_converter_main(family: str, doc: str) -> Callable[[Optional[List[str]]], Arch]:
+    """The ``main`` of the converter script of ``family`` (a key of :data:`BACKBONE_CONVERSIONS`).
+
+    It parses ``src dst [--force]`` (the script's description: the first
+    line of ``doc``) and converts with :func:`convert_backbone_file`.
+    """
+    conversion = BACKBONE_CONVERSIONS[family]
+
+    def main(argv: Optional[List[str]] = None) -> Arch:
+        args = converter_arguments(doc.split('\n')[0]).parse_args(argv)
+        return convert_backbone_file(args.src, args.dst, conversion, args.force)
+
+    return main

@@ -37,7 +37,7 @@ def test_metafile_matches_configs(folder: str):
         assert cfg.auto_scale_lr == dict(enable=False, base_batch_size=gpus * images)
         assert gpus * images == 16 and cfg.train_dataloader.batch_size == images
         # --tta: a TTA model and pipeline, as mmdet's and mmseg's configs have
-        assert cfg.tta_model.type == ('InstanceSegTTAModel' if meta['Training Data'] == 'COCO'
+        assert cfg.tta_model.type == ('mmrmt.InstanceSegTTAModel' if meta['Training Data'] == 'COCO'
                                       else 'SegTTAModel')
         assert cfg.tta_pipeline[-1].type == 'TestTimeAug'
         for result in model.get('Results', []):

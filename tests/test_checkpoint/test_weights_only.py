@@ -52,6 +52,7 @@ def load_in_fresh_process(path, preamble: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # a fresh process
 def test_import_mmrmt_lets_weights_only_load_read_mmengine_checkpoints(tmp_path):
     path = save(mmengine_like_checkpoint(), tmp_path)
     refused = load_in_fresh_process(path, '')

@@ -72,6 +72,7 @@ def test_deterministic_and_idempotent(root, tmp_path):
     assert digest(again) == first
 
 
+@pytest.mark.slow  # a fresh process
 def test_without_mmdet_only_the_ade_set_is_drawn_and_identical(root, tmp_path):
     """A segmentation-only environment: no mmdet, so no pycocotools to encode COCO masks."""
     script = ('import sys\n'

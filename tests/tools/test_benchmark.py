@@ -1,9 +1,12 @@
 """tools/analysis_tools/benchmark.py compares attention implementations in one run."""
 import re
 
+import pytest
+from helpers.tool_modules import exit_line, import_tool
 from tool_process import DET_CONFIG, check_ok, run_tool
 
 TOOL = 'analysis_tools/benchmark.py'
+benchmark = import_tool('tools/analysis_tools/benchmark.py')
 ROW = re.compile(r'^\| (\w+) \| (infer|train) \| ([\d.]+) \| ([\d.]+) \| (\d+) \| ([\d.]+)x \| ([\d.]+)x \|$',
                  re.M)
 
@@ -34,9 +37,29 @@ def test_whole_model_of_a_config_trains_and_predicts():
     assert set(rows(result.stdout)) == {('fast', 'infer'), ('fast', 'train')}
 
 
+@pytest.mark.parametrize('args, message', [
+    (['--impl', 'fast'], 'give either a config file or --backbone TYPE-ARCH, not both or neither.'),
+    ([str(DET_CONFIG), '--backbone', 'rmt-t'], 'give either a config file or --backbone TYPE-ARCH, not both or '
+                                               'neither.'),
+    (['--backbone', 'rmt-t', '--device', 'tpu'], "--device must be 'cpu' or 'cuda', got 'tpu'."),
+    (['--backbone', 'rmt-t', '--impl', 'fast', 'fast'], "--impl lists an implementation twice: ['fast', 'fast']."),
+    (['--backbone', 'rmt-t', '--warmup', '-1'], '--repeats and --batch must be >= 1 and --warmup >= 0.'),
+    (['--backbone', 'rmt-t', '--onnx', 'rmt-t.onnx'], '--onnx times inference on the CPU in float32: give '
+                                                      '--mode infer, no --device cuda, no --amp.'),
+    (['--backbone', 'rmt-t', '--mode', 'infer', '--onnx', 'missing.onnx'], '--onnx file not found: missing.onnx'),
+    (['--backbone', 'rmt-t', '--upstream-repo', '.'], '--upstream-repo compares ResT backbones: give --backbone '
+                                                      'rest-ARCH (e.g. rest-lite), no config, no --onnx.'),
+])
+def test_refused_arguments_are_one_line_before_any_worker(args, message, capsys):
+    assert exit_line(benchmark.main, args) == f'error: {message}'
+    assert capsys.readouterr().out == ''
+
+
 def test_bad_arguments_are_clear_errors():
     neither = run_tool([TOOL, '--impl', 'fast'])
-    assert neither.returncode != 0 and 'give either a config file or --backbone' in neither.stderr
+    assert neither.returncode == 1 and 'usage:' not in neither.stderr
+    assert neither.stderr.strip().splitlines()[-1] == ('error: give either a config file or --backbone '
+                                                       'TYPE-ARCH, not both or neither.')
     unknown = run_tool([TOOL, '--backbone', 'rmt-t', '--impl', 'flash', '--shape', '32', '32',
                         '--mode', 'infer', '--repeats', '1'])
     assert unknown.returncode != 0

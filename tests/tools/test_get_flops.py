@@ -83,3 +83,11 @@ def test_an_input_too_large_to_count_is_one_line_before_the_model(tmp_path, caps
                                    'its attention memory grows with the square of the pixels)')
     assert capsys.readouterr().out == ''
     get_flops.check_shape(4096, 1024)  # the bound itself is counted
+
+
+@pytest.mark.parametrize('shape', [['64', '64', '64'], ['0', '64'], ['-3']])
+def test_a_malformed_shape_is_one_line(shape, capsys):
+    config = str(REPO / 'configs/rmt/retinanet_rmt-t_fpn_1x_coco.py')
+    assert exit_line(get_flops.main, [config, '--shape', *shape]) == \
+        f'error: --shape takes H W or one size, each >= 1, got {" ".join(shape)}'
+    assert capsys.readouterr().out == ''

@@ -56,7 +56,7 @@ def test_tta_evaluates_detection(det_work_dir, demo_root, tmp_path):
         assert 0.0 <= metric(result.stdout, name) <= 1.0
     dumped = tmp_path / 'work' / DET_CONFIG.name  # the config the run used, as the runner saved it
     text = dumped.read_text()
-    assert "type='InstanceSegTTAModel'" in text and "type='TestTimeAug'" in text
+    assert "type='mmrmt.InstanceSegTTAModel'" in text and "type='TestTimeAug'" in text
 
 
 def test_tta_evaluates_segmentation(seg_work_dir, seg_test_run, demo_root, tmp_path):

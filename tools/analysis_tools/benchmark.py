@@ -93,45 +93,60 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         "authors' ResT from this clone of github.com/wofmanaf/ResT, same weights")
     args = parser.parse_args(argv)
     args.weights = None  # set by main with --upstream-repo
-    if (args.config is None) == (args.backbone is None):
-        parser.error('give either a config file or --backbone TYPE-ARCH, not both or neither.')
-    if args.device == 'cuda' and not torch.cuda.is_available():
-        parser.error('--device cuda, but torch sees no CUDA device.')
-    if args.device not in ('cpu', 'cuda'):
-        parser.error(f"--device must be 'cpu' or 'cuda', got {args.device!r}.")
-    if args.device == 'cpu' and not Path('/proc/self/clear_refs').exists():
-        parser.error('CPU peak memory is read from /proc/self (Linux only).')
-    if len(set(args.impl)) != len(args.impl):
-        parser.error(f'--impl lists an implementation twice: {args.impl}.')
-    if args.repeats < 1 or args.warmup < 0 or args.batch < 1:
-        parser.error('--repeats and --batch must be >= 1 and --warmup >= 0.')
-    if args.onnx is not None:
-        if args.mode != ['infer'] or args.device != 'cpu' or args.amp != 'none':
-            parser.error('--onnx times inference on the CPU in float32: give --mode infer, no --device '
-                         'cuda, no --amp.')
-        for path in args.onnx:
-            if not Path(path).is_file():
-                parser.error(f'--onnx file not found: {path}')
-    if args.upstream_repo is not None:
-        check_upstream_repo = import_by_path(UPSTREAM_REST).check_upstream_repo
-        if not (args.backbone or '').lower().startswith('rest-') or args.onnx:
-            parser.error('--upstream-repo compares ResT backbones: give --backbone rest-ARCH (e.g. rest-lite), '
-                         'no config, no --onnx.')
-        try:
-            check_upstream_repo(args.upstream_repo)
-        except FileNotFoundError as error:
-            parser.error(str(error))
+    check_args(args)
     return args
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """Fail on argument combinations the benchmark cannot run, before any worker starts.
+
+    Raises:
+        PreflightError: One line naming the problem.
+    """
+    from mmrmt.utils import PreflightError
+    if (args.config is None) == (args.backbone is None):
+        raise PreflightError('give either a config file or --backbone TYPE-ARCH, not both or neither.')
+    if args.device == 'cuda' and not torch.cuda.is_available():
+        raise PreflightError('--device cuda, but torch sees no CUDA device.')
+    if args.device not in ('cpu', 'cuda'):
+        raise PreflightError(f"--device must be 'cpu' or 'cuda', got {args.device!r}.")
+    if args.device == 'cpu' and not Path('/proc/self/clear_refs').exists():
+        raise PreflightError('CPU peak memory is read from /proc/self (Linux only).')
+    if len(set(args.impl)) != len(args.impl):
+        raise PreflightError(f'--impl lists an implementation twice: {args.impl}.')
+    if args.repeats < 1 or args.warmup < 0 or args.batch < 1:
+        raise PreflightError('--repeats and --batch must be >= 1 and --warmup >= 0.')
+    if args.onnx is not None:
+        if args.mode != ['infer'] or args.device != 'cpu' or args.amp != 'none':
+            raise PreflightError('--onnx times inference on the CPU in float32: give --mode infer, no '
+                                 '--device cuda, no --amp.')
+        for path in args.onnx:
+            if not Path(path).is_file():
+                raise PreflightError(f'--onnx file not found: {path}')
+    if args.upstream_repo is not None:
+        check_upstream_repo = import_by_path(UPSTREAM_REST).check_upstream_repo
+        if not (args.backbone or '').lower().startswith('rest-') or args.onnx:
+            raise PreflightError('--upstream-repo compares ResT backbones: give --backbone rest-ARCH '
+                                 '(e.g. rest-lite), no config, no --onnx.')
+        try:
+            check_upstream_repo(args.upstream_repo)
+        except FileNotFoundError as error:
+            raise PreflightError(str(error)) from error
+
+
 def check_onnx_inputs(args: argparse.Namespace) -> None:
-    """Exit with one line if an --onnx file does not take the benchmark's inputs."""
+    """Fail with one line if an --onnx file does not take the benchmark's inputs.
+
+    Raises:
+        PreflightError: Naming the file and what it takes.
+    """
+    from mmrmt.utils import PreflightError
     for path in args.onnx or ():
         mismatch = onnx_input_mismatch(path, args.batch, tuple(args.shape))
         if mismatch:
-            sys.exit(f'error: --onnx {path} does not take --batch {args.batch} --shape {args.shape[0]} '
-                     f'{args.shape[1]}: {mismatch}; export it at this batch and shape '
-                     '(pytorch2onnx.py --batch N --shape H W) or with --dynamic')
+            raise PreflightError(f'--onnx {path} does not take --batch {args.batch} --shape {args.shape[0]} '
+                                 f'{args.shape[1]}: {mismatch}; export it at this batch and shape '
+                                 '(pytorch2onnx.py --batch N --shape H W) or with --dynamic')
 
 
 def onnx_input_mismatch(path: str, batch: int, shape: Tuple[int, int]) -> Optional[str]:
@@ -430,4 +445,5 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 
 if __name__ == '__main__':
-    main()
+    from mmrmt.utils import run_main  # here, not on top: the spawned workers import this file too
+    run_main(main)

@@ -44,7 +44,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     add_cfg_options(parser, example='model.backbone.arch=s')
     args = parser.parse_args(argv)
     if len(args.shape) not in (1, 2) or min(args.shape) < 1:
-        parser.error(f'--shape takes H W or one size, got {args.shape}')
+        raise PreflightError(f'--shape takes H W or one size, each >= 1, got {" ".join(map(str, args.shape))}')
     return args
 
 

@@ -13,16 +13,9 @@ Example::
     python tools/model_converters/rest_detectron2_to_mmrmt.py mask_rcnn_rest_small.pth \\
         checkpoints/rest-small_coco-mask-rcnn-1x.pth
 """
-from typing import List, Optional
+from mmrmt.utils import backbone_converter_main, run_main
 
-from mmrmt.checkpoint.converters import rest_detectron2_to_mmrmt, rest_widths_depths
-from mmrmt.models.backbones import ResT
-from mmrmt.utils import run_backbone_converter, run_main
-
-
-def main(argv: Optional[List[str]] = None) -> None:
-    run_backbone_converter(__doc__.split('\n')[0], argv, ResT, rest_detectron2_to_mmrmt, rest_widths_depths)
-
+main = backbone_converter_main('rest', __doc__)
 
 if __name__ == '__main__':
     run_main(main)

@@ -7,21 +7,15 @@ tools/train.py wrote; writes the backbone's weights alone, checked by loading
 them into the detected RMT variant. An existing destination is replaced only
 with ``--force``, and only once the result has loaded.
 
-Example::
+Examples (the backbone of a Mask R-CNN, then of an UperNet)::
 
     python tools/model_converters/rmt_to_mmrmt.py maskrcnn_rmt_s_3x.pth \\
         checkpoints/rmt-s_coco-mask-rcnn-3x.pth
+    python tools/model_converters/rmt_to_mmrmt.py upernet_rmt_s_160k.pth checkpoints/rmt-s_ade20k-upernet.pth
 """
-from typing import List, Optional
+from mmrmt.utils import backbone_converter_main, run_main
 
-from mmrmt.checkpoint.converters import rmt_upstream_to_mmrmt, rmt_widths_depths
-from mmrmt.models.backbones import RMT
-from mmrmt.utils import run_backbone_converter, run_main
-
-
-def main(argv: Optional[List[str]] = None) -> None:
-    run_backbone_converter(__doc__.split('\n')[0], argv, RMT, rmt_upstream_to_mmrmt, rmt_widths_depths)
-
+main = backbone_converter_main('rmt', __doc__)
 
 if __name__ == '__main__':
     run_main(main)

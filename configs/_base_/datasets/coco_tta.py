@@ -1,11 +1,12 @@
 # Test-time augmentation of the COCO configs (tools/test.py --tta): each image
 # at three scales (mmdet's RetinaNet TTA scales), flipped and not; the views'
 # detections are merged by one NMS. InstanceSegTTAModel (mmrmt) is mmdet's
-# DetTTAModel that also merges the masks of Mask R-CNN and Cascade Mask R-CNN.
+# DetTTAModel that also merges the masks of Mask R-CNN and Cascade Mask R-CNN;
+# its scoped name imports it when a run builds it (see mmrmt/registry.py).
 # A set at other image sizes redefines tta_pipeline with its own scales and
 # reuses the later steps as {{_base_.tta_flips}}, ... (see demo_coco_instance.py).
 tta_model = dict(
-    type='InstanceSegTTAModel', tta_cfg=dict(nms=dict(type='nms', iou_threshold=0.5), max_per_img=100))
+    type='mmrmt.InstanceSegTTAModel', tta_cfg=dict(nms=dict(type='nms', iou_threshold=0.5), max_per_img=100))
 
 tta_scales = [(1333, 800), (666, 400), (2000, 1200)]
 # flips come before any padding, or boxes could not be flipped back

@@ -7,9 +7,14 @@ metainfo = dict(classes=('circle', 'square', 'triangle'),
                 palette=[(220, 20, 60), (0, 160, 0), (30, 60, 255)])
 image_scale = (128, 128)
 
+# the steps around the Resize, which a config at another image size reuses as
+# {{_base_.demo_annotations}} and {{_base_.demo_test_packing}}
+demo_annotations = dict(type='LoadAnnotations', with_bbox=True, with_mask=True)
+demo_test_packing = dict(type='PackDetInputs',
+                         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor'))
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
+    demo_annotations,
     dict(type='Resize', scale=image_scale, keep_ratio=True),
     dict(type='RandomFlip', prob=0.5),
     dict(type='PackDetInputs'),
@@ -17,9 +22,8 @@ train_pipeline = [
 test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=image_scale, keep_ratio=True),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='PackDetInputs',
-         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
+    demo_annotations,
+    demo_test_packing,
 ]
 train_dataloader = dict(
     batch_size=4,

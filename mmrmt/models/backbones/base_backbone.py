@@ -1,6 +1,6 @@
 """Behaviour every mmrmt backbone shares: outputs, freezing, norm_eval, loading."""
 import warnings
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import torch
 from mmengine.model import BaseModule
@@ -9,6 +9,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.checkpoint import checkpoint
 
 from mmrmt.checkpoint import load_pretrained
+from ..layers import check_norm_cfg
 from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, check_arg
 
 #: Checkpoint names of mmengine's model zoos (ResNets, HRNets, ... of
@@ -21,6 +22,19 @@ def call_block(block: nn.Module, *args, with_cp: bool) -> torch.Tensor:
     if with_cp and block.training and torch.is_grad_enabled():
         return checkpoint(block, *args, use_reentrant=False)
     return block(*args)
+
+
+def init_linears_and_layer_norms(model: nn.Module, init_linear_weight: Callable[[torch.Tensor], object]) -> None:
+    """Initialise ``model`` from scratch the way ViT-like classifiers do: every
+    Linear's weight with ``init_linear_weight`` and its bias with zeros, every
+    LayerNorm as the identity (modules in ``model.modules()`` order)."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            init_linear_weight(module.weight)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
 
 
 class PyramidBackbone(BaseModule):
@@ -90,9 +104,7 @@ class PyramidBackbone(BaseModule):
         check_arg(name, 'drop_path_rate', drop_path_rate, DROP_RATE)
         check_arg(name, 'norm_eval', norm_eval, BOOL)
         check_arg(name, 'with_cp', with_cp, BOOL)
-        if not isinstance(norm_cfg, dict) or not isinstance(norm_cfg.get('type'), str):
-            raise TypeError(f"{name}: norm_cfg must be a dict with a 'type', e.g. dict(type='BN') or "
-                            f"dict(type='SyncBN', requires_grad=True), got {norm_cfg!r}.")
+        check_norm_cfg(norm_cfg, f'{name}: norm_cfg')
         init_cfg = self._init_cfg_from_pretrained(pretrained, init_cfg)
         self._check_init_cfg(init_cfg)
         super().__init__(init_cfg=init_cfg)

@@ -14,14 +14,14 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
-from mmcv.cnn import build_norm_layer
 from timm.layers import DropPath, Mlp, lecun_normal_
 from torch import nn
 
 from mmrmt.checkpoint.converters import resmlp_deit_to_timm
 from mmrmt.registry import register_backbone
+from ..layers import build_norm_layer
 from .arch import BOOL, POSITIVE_INT, POSITIVE_REAL, POWER_OF_TWO, check_arg, resolve_arch
-from .base_backbone import PyramidBackbone
+from .base_backbone import PyramidBackbone, init_linears_and_layer_norms
 
 #: Strides of the four pyramid levels.
 LEVEL_STRIDES = (4, 8, 16, 32)
@@ -152,7 +152,7 @@ def build_rescale(embed_dims: int, octaves: int, norm_cfg: dict) -> nn.Module:
     layers: List[nn.Module] = []
     for step in range(octaves):
         if step:
-            layers += [build_norm_layer(norm_cfg, embed_dims)[1], nn.GELU()]
+            layers += [build_norm_layer(norm_cfg, embed_dims), nn.GELU()]
         layers.append(nn.ConvTranspose2d(embed_dims, embed_dims, 2, 2))
     return nn.Sequential(*layers) if layers else nn.Identity()
 
@@ -215,8 +215,6 @@ class ResMLP(PyramidBackbone):
         out_indices (Sequence[int], optional): The block feeding each level
             of ``out_levels``. Defaults to the blocks ``depth * (l + 1) / 4 - 1``,
             e.g. (2, 5, 8, 11) for 12 blocks.
-        shift_windows (bool): Shift the windows of odd blocks by half a
-            window. Defaults to False.
         drop_path_rate (float): Stochastic depth rate, rising linearly over
             the blocks. Defaults to 0.1.
         frozen_stages (int): -1: nothing, 0: the stem, k: the stem and the
@@ -226,6 +224,8 @@ class ResMLP(PyramidBackbone):
         norm_cfg (dict): Norm between the two transposed convs of the stride-4
             level. Defaults to ``dict(type='BN')``.
         with_cp (bool): Activation checkpointing per block. Defaults to False.
+        shift_windows (bool): Shift the windows of odd blocks by half a
+            window. Defaults to False.
         init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
             to load a timm (or authors') ImageNet checkpoint.
         pretrained (str, optional): Deprecated (mmseg passes its
@@ -251,12 +251,12 @@ class ResMLP(PyramidBackbone):
                  in_channels: int = 3,
                  out_levels: Sequence[int] = (0, 1, 2, 3),
                  out_indices: Optional[Sequence[int]] = None,
-                 shift_windows: bool = False,
                  drop_path_rate: float = 0.1,
                  frozen_stages: int = -1,
                  norm_eval: bool = False,
                  norm_cfg: dict = dict(type='BN'),
                  with_cp: bool = False,
+                 shift_windows: bool = False,
                  init_cfg: Optional[dict] = None,
                  pretrained: Optional[str] = None) -> None:
         settings = self._settings(arch)
@@ -325,13 +325,7 @@ class ResMLP(PyramidBackbone):
     def _init_default_weights(self) -> None:
         lecun_normal_(self.stem.proj.weight)
         nn.init.zeros_(self.stem.proj.bias)
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.LayerNorm):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
+        init_linears_and_layer_norms(self, nn.init.xavier_uniform_)
 
     def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         self.check_input(x)

@@ -14,12 +14,11 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
-from mmcv.cnn import build_norm_layer
 from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import is_exporting, norm_then_project
+from ..layers import build_norm_layer, is_exporting, norm_then_project
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone
@@ -60,9 +59,9 @@ class ConvStem(nn.Module):
         super().__init__()
         hidden = out_channels // 2
         self.conv1 = nn.Conv2d(in_channels, hidden, 3, 2, 1, bias=False)
-        self.norm1 = build_norm_layer(norm_cfg, hidden)[1]
+        self.norm1 = build_norm_layer(norm_cfg, hidden)
         self.conv2 = nn.Conv2d(hidden, hidden, 3, 1, 1, bias=False)
-        self.norm2 = build_norm_layer(norm_cfg, hidden)[1]
+        self.norm2 = build_norm_layer(norm_cfg, hidden)
         self.conv3 = nn.Conv2d(hidden, out_channels, 3, 2, 1, bias=False)
         self.pos = PixelAttention(out_channels)
 
@@ -84,7 +83,7 @@ class ConvPatchEmbed(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, norm_cfg: dict) -> None:
         super().__init__()
         self.conv = nn.Conv2d(in_channels, out_channels, 3, 2, 1)
-        self.norm = build_norm_layer(norm_cfg, out_channels)[1]
+        self.norm = build_norm_layer(norm_cfg, out_channels)
         self.pos = PixelAttention(out_channels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

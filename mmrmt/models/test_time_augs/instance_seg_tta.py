@@ -13,8 +13,9 @@ import torch
 from mmcv.ops import batched_nms
 from mmdet.models.test_time_augs import DetTTAModel
 from mmdet.structures import DetDataSample
-from mmengine.registry import MODELS
 from mmengine.structures import InstanceData
+
+from mmrmt.registry import MODELS
 
 #: Dimensions of a (N, H, W) mask tensor each flip direction reverses.
 FLIP_DIMS = {'horizontal': (2, ), 'vertical': (1, ), 'diagonal': (1, 2)}

@@ -14,19 +14,12 @@ model = dict(
         mask_head=dict(num_convs=1, in_channels=fpn_channels, conv_out_channels=fpn_channels)))
 
 image_scale = (64, 64)
+# the demo set's pipelines at this scale, the training one without flips
+resize = dict(type='Resize', scale=image_scale, keep_ratio=True)
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='Resize', scale=image_scale, keep_ratio=True),
-    dict(type='PackDetInputs'),
-]
+    dict(type='LoadImageFromFile'), {{_base_.demo_annotations}}, resize, dict(type='PackDetInputs')]
 test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='Resize', scale=image_scale, keep_ratio=True),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='PackDetInputs',
-         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
-]
+    dict(type='LoadImageFromFile'), resize, {{_base_.demo_annotations}}, {{_base_.demo_test_packing}}]
 max_iters = 4
 train_cfg = dict(max_iters=max_iters, val_interval=max_iters)
 train_dataloader = dict(batch_size=2, num_workers=0, persistent_workers=False,

@@ -7,7 +7,8 @@ import torch
 from helpers.precision import TINY_BACKBONES, assert_close_to_float32, build_tiny, run, tolerances
 
 
-@pytest.mark.parametrize('name', sorted(TINY_BACKBONES))
+@pytest.mark.parametrize('name', [pytest.param(name, marks=pytest.mark.slow) if name == 'rmt-reference' else name
+                                  for name in sorted(TINY_BACKBONES)])  # the reference is the slow path
 def test_float16_autocast_matches_float32(name: str):
     model = build_tiny(name)
     image = torch.randn(2, 3, 64, 96, generator=torch.Generator().manual_seed(0))

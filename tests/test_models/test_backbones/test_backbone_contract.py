@@ -82,6 +82,7 @@ def test_registered_in_mmdet_and_mmseg_models(case, scope):
     assert isinstance(registry.build(dict(type=case.name, arch=case.arch)), case.backbone)
 
 
+@pytest.mark.slow  # a fresh process
 def test_custom_imports_config_builds_every_backbone_in_a_fresh_process(tmp_path):
     config = tmp_path / 'backbones.py'
     config.write_text("custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)\n"

@@ -55,6 +55,7 @@ def tiny_timm(patch_size: int, depth: int = 4, embed_dim: int = 16) -> MlpMixer:
 
 
 # --- exactness against timm ---------------------------------------------------------------------
+@pytest.mark.slow  # ResMLP-12 itself; the tiny layouts below are the fast tier's
 def test_resmlp_12_blocks_equal_timm_at_224(tmp_path):
     torch.manual_seed(0)
     reference = timm.create_model('resmlp_12_224', pretrained=False).eval()

@@ -146,6 +146,7 @@ def test_backbone_equals_the_reference_in_float64(shape, train):
             assert torch.equal(grad, torch.zeros_like(grad)), name
 
 
+@pytest.mark.slow  # float64 finite differences over the whole backbone
 def test_backbone_gradients_match_finite_differences_where_the_last_grid_is_one_row():
     """(1, 3, 32, 96): the last stage's grid is 1x3 (there the reference's autograd, not
     ours, disagrees with finite differences: a torch issue with such degenerate maps)."""

@@ -39,7 +39,10 @@ def test_out_indices_select_stages():
     assert sorted(model.extra_norms.keys()) == ['1', '3']
 
 
-@pytest.mark.parametrize('wrap', ['model', 'state_dict', 'model_ema', 'module', 'bare'])
+# each builds RMT-T: the fast tier keeps the authors' own wrapping (tests/test_checkpoint/test_reading.py
+# unwraps every one)
+@pytest.mark.parametrize('wrap', ['model', *(pytest.param(wrap, marks=pytest.mark.slow)
+                                            for wrap in ('state_dict', 'model_ema', 'module', 'bare'))])
 def test_upstream_imagenet_checkpoint_loads_with_only_new_norms_missing(tmp_path, wrap):
     upstream = random_upstream_state_dict('rmt-t')
     if wrap == 'module':
@@ -108,6 +111,7 @@ def test_frozen_stem_only():
 
 
 
+@pytest.mark.slow  # builds RMT-S
 def test_token_labelled_checkpoint_loads_with_its_aux_head_dropped(tmp_path):
     # The authors' RMT-S* (classification_token_label_release) is the ImageNet
     # layout plus a per-token classifier over the last stage's channels.

@@ -3,14 +3,14 @@ from functools import partial
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
-from mmcv.cnn import build_norm_layer
 from timm.layers import trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
 from ..arch import (BOOL, NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_heads_divide_dims,
                     resolve_arch)
-from ..base_backbone import PyramidBackbone
+from ...layers import build_norm_layer
+from ..base_backbone import PyramidBackbone, init_linears_and_layer_norms
 from .implementations import implementation
 
 
@@ -114,7 +114,7 @@ class RMT(PyramidBackbone):
         self.embed_dims = dims
 
         stem_dims = dims[0] // 2
-        norm = lambda channels: build_norm_layer(norm_cfg, channels)[1]  # noqa: E731
+        norm = lambda channels: build_norm_layer(norm_cfg, channels)  # noqa: E731
         self.patch_embed = nn.Module()
         self.patch_embed.proj = classes.stem(
             nn.Conv2d(in_channels, stem_dims, 3, 2, 1), norm(stem_dims), nn.GELU(),
@@ -143,13 +143,7 @@ class RMT(PyramidBackbone):
         return [self.patch_embed, *self.layers[:self.frozen_stages], *self.frozen_output_norms()]
 
     def _init_default_weights(self) -> None:
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                trunc_normal_(module.weight, std=.02)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.LayerNorm):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
+        init_linears_and_layer_norms(self, partial(trunc_normal_, std=.02))
 
     def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         self.check_input(x)

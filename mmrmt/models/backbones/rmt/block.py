@@ -2,10 +2,10 @@
 from typing import Callable, Optional, Sequence, Tuple, Type
 
 import torch
-from mmcv.cnn import build_norm_layer
 from timm.layers import DropPath
 from torch import nn
 
+from ...layers import build_norm_layer
 from ..base_backbone import call_block
 from .attention import ManhattanSelfAttention
 from .depthwise_conv import ChannelsLastDWConv
@@ -68,7 +68,7 @@ class ConvDownsample(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, norm_cfg: dict) -> None:
         super().__init__()
         self.reduction = nn.Conv2d(in_channels, out_channels, 3, 2, 1)
-        self.norm = build_norm_layer(norm_cfg, out_channels)[1]
+        self.norm = build_norm_layer(norm_cfg, out_channels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.norm(self.reduction(x.permute(0, 3, 1, 2))).permute(0, 2, 3, 1)
