@@ -2,8 +2,8 @@
 predictions for every readable image, a one-line error for the others.
 
 The runs that build a model are subprocesses, as users run the demo; the
-refusals before the model run the script in this process (tool_process.exit_message), the same code
-without paying a fresh interpreter each time."""
+refusals before the model run the script in this process
+(tool_process.exit_message): the same code, without a fresh interpreter each."""
 import json
 import shutil
 from pathlib import Path
