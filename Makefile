@@ -12,7 +12,7 @@ setup:
 	VENV='$(VENV)' bash tools/misc/setup_env.sh
 
 test: setup
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q --durations=15
 
 test-fast: setup
 	$(PY) -m pytest tests -q -m "not slow"

@@ -11,16 +11,18 @@ from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, copy_without, det_da
                           load_checkpoint, run_script, seg_data_options)
 
 
-@pytest.mark.parametrize('library,config,data_options', [
-    ('mmdet', DET_CONFIG, det_data_options),
-    ('mmseg', SEG_CONFIG, seg_data_options),
+@pytest.mark.parametrize('library,config,data_options,trained', [
+    ('mmdet', DET_CONFIG, det_data_options, 'det_work_dir'),
+    ('mmseg', SEG_CONFIG, seg_data_options, 'seg_work_dir'),
 ])
-def test_library_train_script_resumes_to_the_uninterrupted_weights(library, config, data_options,
-                                                                   demo_root, tmp_path):
-    script = library_train_script(library)
+def test_library_train_script_resumes_to_the_uninterrupted_weights(library, config, data_options, trained,
+                                                                   demo_root, tmp_path, request):
+    """The straight run is the shared 4-iteration run of our tools/train.py on the
+    same config and options: the library's script, interrupted and resumed,
+    must end with exactly its weights (the same training, whichever script)."""
+    script, straight = library_train_script(library), request.getfixturevalue(trained)
     options = ['train_cfg.val_interval=100', *data_options(demo_root)]
-    straight, interrupted = tmp_path / 'straight', tmp_path / 'interrupted'
-    check_ok(run_script(script, [config, '--work-dir', straight, '--cfg-options', *options]))
+    interrupted = tmp_path / 'interrupted'
     check_ok(run_script(script, [config, '--work-dir', interrupted, '--cfg-options',
                                  'train_cfg.max_iters=2', *options]))
     assert not (interrupted / 'iter_4.pth').exists()

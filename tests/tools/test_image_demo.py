@@ -1,5 +1,9 @@
 """demo/image_demo.py on the demo data, as a user runs it: pictures and JSON
-predictions for every readable image, a one-line error for the others."""
+predictions for every readable image, a one-line error for the others.
+
+The runs that build a model are subprocesses, as users run the demo; the
+refusals before the model run the script in this process
+(tool_process.exit_message): the same code, without a fresh interpreter each."""
 import json
 import shutil
 from pathlib import Path
@@ -9,7 +13,7 @@ import cv2
 import numpy as np
 import pytest
 from pycocotools import mask as mask_utils
-from tool_process import DET_CONFIG, SEG_CONFIG, run_tool
+from tool_process import DET_CONFIG, SEG_CONFIG, exit_message, run_tool
 
 from mmrmt.apis import check_test_scale, collect_images, output_files, read_image_sizes
 from mmrmt.apis.image_inference import resolve_palette
@@ -84,18 +88,16 @@ def test_segmentation_demo_on_a_glob(demo_root, tmp_path):
         assert label_map.min() >= 0 and label_map.max() < len(DEMO_SEG_CLASSES)
 
 
-def test_existing_outputs_need_force(demo_root, tmp_path):
+def test_existing_outputs_need_force(demo_root, tmp_path, monkeypatch, capsys):
     image, out_dir = demo_root / 'ade' / 'images' / 'validation' / 'validation_0000.jpg', tmp_path / 'out'
     picture = out_dir / 'vis' / image.name
     picture.parent.mkdir(parents=True)
     picture.write_bytes(b'a user file')
-    args = [IMAGE_DEMO, image, SEG_CONFIG, '--out-dir', out_dir, '--device', 'cpu']
-    refused = run_tool(args)
-    assert refused.returncode != 0
-    assert refused.stderr.strip().splitlines() == [
-        f'error: output file exists: {picture}; pass --force to overwrite or choose another --out-dir']
+    args = [image, SEG_CONFIG, '--out-dir', out_dir, '--device', 'cpu']
+    assert exit_message(IMAGE_DEMO, args, monkeypatch, capsys) == (
+        f'error: output file exists: {picture}; pass --force to overwrite or choose another --out-dir')
     assert picture.read_bytes() == b'a user file'
-    forced = run_tool(args + ['--force'])
+    forced = run_tool([IMAGE_DEMO, *args, '--force'])
     assert forced.returncode == 0, forced.stderr[-2000:]
     assert cv2.imread(str(picture)).shape == (SIZE, SIZE, 3)
     assert sorted(path.name for path in out_dir.rglob('*')) == [
@@ -147,24 +149,19 @@ def test_palettes_by_name():
         resolve_palette('voc', 'mmseg', 30)
 
 
-def assert_one_line_refusal(result, expected: str, out_dir: Path) -> None:
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [expected], result.stderr[-2000:]
-    assert not out_dir.exists() or out_dir.is_file()
 
 
-def test_an_image_the_test_scale_shrinks_to_nothing_is_refused_before_the_model(tmp_path):
+def test_an_image_the_test_scale_shrinks_to_nothing_is_refused_before_the_model(tmp_path, monkeypatch, capsys):
     """The test configs resize to fit 64x64: a 10000x50 image would become 64x0 pixels
     (a cv2.resize traceback after the model was built)."""
     wide = tmp_path / 'wide.png'
     cv2.imwrite(str(wide), np.full((50, 10000, 3), 128, np.uint8))
-    out_dir = tmp_path / 'out'
     for config in (DET_CONFIG, SEG_CONFIG):
-        result = run_tool([IMAGE_DEMO, wide, config, '--out-dir', out_dir, '--device', 'cpu'])
-        assert_one_line_refusal(result, (
+        message = exit_message(IMAGE_DEMO, [wide, config, '--out-dir', tmp_path / 'out', '--device', 'cpu'],
+                               monkeypatch, capsys)
+        assert message == (
             f"error: {wide} (10000x50 pixels) would be resized to 64x0 by the config's test pipeline "
-            '(Resize to (64, 64)); crop it to a less extreme shape, or use a config with a larger test scale'),
-            out_dir)
+            '(Resize to (64, 64)); crop it to a less extreme shape, or use a config with a larger test scale')
     assert sorted(path.name for path in tmp_path.iterdir()) == ['wide.png']
 
 
@@ -179,13 +176,14 @@ def test_test_scale_follows_mmcv_resize():
     check_test_scale(cfg, {Path('wide.png'): (50, 10000)})  # stretched to 64x64
 
 
-def test_out_dir_naming_a_file_is_refused_before_the_model(demo_root, tmp_path):
+def test_out_dir_naming_a_file_is_refused_before_the_model(demo_root, tmp_path, monkeypatch, capsys):
     image = demo_root / 'ade' / 'images' / 'validation' / 'validation_0000.jpg'
     a_file = tmp_path / 'notes.txt'
     a_file.write_text('a user file')
-    result = run_tool([IMAGE_DEMO, image, SEG_CONFIG, '--out-dir', a_file, '--device', 'cpu'])
-    assert_one_line_refusal(result, f'error: --out-dir {a_file} exists and is not a folder', a_file)
-    result = run_tool([IMAGE_DEMO, image, SEG_CONFIG, '--out-dir', a_file / 'out', '--device', 'cpu'])
-    assert_one_line_refusal(
-        result, f'error: --out-dir {a_file / "out"} cannot be created: {a_file} is a file, not a folder', a_file)
+    message = exit_message(IMAGE_DEMO, [image, SEG_CONFIG, '--out-dir', a_file, '--device', 'cpu'],
+                           monkeypatch, capsys)
+    assert message == f'error: --out-dir {a_file} exists and is not a folder'
+    message = exit_message(IMAGE_DEMO, [image, SEG_CONFIG, '--out-dir', a_file / 'out', '--device', 'cpu'],
+                           monkeypatch, capsys)
+    assert message == f'error: --out-dir {a_file / "out"} cannot be created: {a_file} is a file, not a folder'
     assert a_file.read_text() == 'a user file' and sorted(tmp_path.iterdir()) == [a_file]

@@ -1,11 +1,11 @@
 """tools/train.py trains detection and segmentation configs and writes
-checkpoints; tools/test.py evaluates them with the configs' metrics."""
+checkpoints; tools/test.py evaluates them with the configs' metrics (both
+runs are the shared fixtures of conftest.py)."""
 import pickle
 
 import numpy as np
 from PIL import Image
-from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, load_checkpoint, metric,
-                          run_tool, seg_data_options)
+from tool_process import load_checkpoint, metric
 
 
 def test_train_writes_detection_checkpoints(det_work_dir):
@@ -16,31 +16,21 @@ def test_train_writes_detection_checkpoints(det_work_dir):
     assert (det_work_dir / 'last_checkpoint').read_text().strip().endswith('iter_4.pth')
 
 
-def test_test_prints_coco_map_and_dumps(det_work_dir, demo_root, tmp_path):
-    out, show = tmp_path / 'preds.pkl', tmp_path / 'show'
-    result = run_tool(['test.py', DET_CONFIG, det_work_dir / 'iter_4.pth', '--work-dir',
-                       tmp_path / 'work', '--out', out, '--show-dir', show, '--cfg-options',
-                       *det_data_options(demo_root)])
-    check_ok(result)
+def test_test_prints_coco_map_and_dumps(det_test_run):
     for name in ('coco/bbox_mAP', 'coco/bbox_mAP_50', 'coco/segm_mAP'):
-        assert 0.0 <= metric(result.stdout, name) <= 1.0
-    predictions = pickle.loads(out.read_bytes())
+        assert 0.0 <= metric(det_test_run.stdout, name) <= 1.0
+    predictions = pickle.loads(det_test_run.out.read_bytes())
     assert len(predictions) == 8
     assert {'bboxes', 'labels', 'scores', 'masks'} <= set(predictions[0]['pred_instances'])
-    assert len(list(show.glob('*.jpg'))) == 8
+    assert len(list(det_test_run.show.glob('*.jpg'))) == 8
 
 
-def test_segmentation_train_then_test_prints_miou(seg_work_dir, demo_root, tmp_path):
+def test_segmentation_train_then_test_prints_miou(seg_work_dir, seg_test_run):
     assert load_checkpoint(seg_work_dir / 'iter_4.pth')['meta']['iter'] == 4
-    out, show = tmp_path / 'label_maps', tmp_path / 'show'
-    result = run_tool(['test.py', SEG_CONFIG, seg_work_dir / 'iter_4.pth', '--work-dir',
-                       tmp_path / 'work', '--out', out, '--show-dir', show, '--cfg-options',
-                       *seg_data_options(demo_root)])
-    check_ok(result)
-    assert 0.0 <= metric(result.stdout, 'mIoU') <= 100.0
-    label_maps = sorted(out.glob('*.png'))
+    assert 0.0 <= metric(seg_test_run.stdout, 'mIoU') <= 100.0
+    label_maps = sorted(seg_test_run.out.glob('*.png'))
     assert len(label_maps) == 8
     # ADE20K convention, like the annotations: 1..5 are the classes, 0 is never predicted
     labels = np.asarray(Image.open(label_maps[0]))
     assert labels.shape == (128, 128) and 1 <= labels.min() and labels.max() <= 5
-    assert len(list(show.rglob('*.png'))) == 8
+    assert len(list(seg_test_run.show.rglob('*.png'))) == 8

@@ -6,6 +6,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from typing import List, Sequence
@@ -20,6 +21,15 @@ TEST_CONFIGS = REPO / 'tests' / 'data' / 'configs'
 DET_CONFIG = TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py'
 SEG_CONFIG = TEST_CONFIGS / 'upernet_rmt-tiny_test.py'
 LOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
+
+
+@dataclass
+class Evaluation:
+    """A finished tools/test.py run: what it printed (the metrics) and the
+    predictions it dumped (``--out``) and painted (``--show-dir``)."""
+    stdout: str
+    out: Path
+    show: Path
 
 
 def tool_env() -> dict:
