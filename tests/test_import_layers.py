@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Dict, Iterator, List, Set
 
 import pytest
 
@@ -40,6 +40,53 @@ def test_imports_point_down(path):
     upward = {package for package in imported_packages(path)
               if package != own and LAYERS[package] >= LAYERS[own]}
     assert not upward, f'{path.relative_to(PACKAGE)} ({own}) imports {sorted(upward)}, not below it'
+
+
+def module_name(path: Path) -> str:
+    """``mmrmt/models/layers/norm.py`` -> ``mmrmt.models.layers.norm`` (a package: its folder's name)."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix('').parts
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def imported_modules(path: Path, modules: Dict[str, Path]) -> Set[str]:
+    """The mmrmt files ``path`` imports anywhere in it (lazy imports in functions too)."""
+    own = module_name(path).split('.')
+    package = own if path.name == '__init__.py' else own[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = '.'.join((package[:len(package) + 1 - node.level] if node.level else [])
+                              + ([node.module] if node.module else []))
+            names = [module] + [f'{module}.{alias.name}' for alias in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in modules:  # ``pkg.module.Class`` -> ``pkg.module``
+                name = name.rpartition('.')[0]
+            if name:
+                found.add(name)
+    return found - {'.'.join(own)}
+
+
+def test_no_import_circle_between_files():
+    modules = {module_name(path): path for path in PACKAGE.rglob('*.py')}
+    graph = {name: imported_modules(path, modules) for name, path in modules.items()}
+    for name, imports in graph.items():  # a file importing a package above it closes a circle through its __init__
+        above = sorted(other for other in imports if name.startswith(other + '.'))
+        assert not above, f'{name} imports {above}, a package that holds it'
+    done: Set[str] = set()
+
+    def visit(name: str, trail: List[str]) -> None:
+        for other in sorted(graph[name]):
+            assert other not in trail, 'import circle: ' + ' -> '.join(trail[trail.index(other):] + [other])
+            if other not in done:
+                visit(other, trail + [other])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [name])
 
 
 #: Run in a fresh process: what ``import mmrmt`` loads and registers, then what reading
