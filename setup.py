@@ -2,11 +2,12 @@
 
 As OpenMMLab plugins declare it: the core (torch, mmcv, mmengine, timm;
 ``requirements/runtime.txt``) always, and the library the backbones serve as
-an extra, so that either one is enough::
+an extra, so that either one is enough (mmrmt is not on PyPI yet: from a
+clone, or from a wheel built by ``pip wheel . --no-deps``)::
 
-    pip install "mmrmt[det]"   # with MMDetection
-    pip install "mmrmt[seg]"   # with MMSegmentation
-    pip install "mmrmt[all]"   # both (what ``make setup`` installs)
+    pip install -e ".[det]"   # with MMDetection
+    pip install -e ".[seg]"   # with MMSegmentation
+    pip install -e ".[all]"   # both (what ``make setup`` installs)
 
 plus ``[deploy]`` (ONNX export) and ``[tests]``. torch and mmcv (with its
 compiled ops) are best installed first, the OpenMMLab way (see

@@ -34,8 +34,9 @@ def installed_model_registries() -> List[Registry]:
     registries = [import_module(f'{library}.registry').MODELS
                   for library in TARGET_LIBRARIES if find_spec(library) is not None]
     if not registries:
-        raise ImportError('mmrmt needs MMDetection or MMSegmentation: pip install "mmrmt[det]" '
-                          '(mmdet>=3.3), "mmrmt[seg]" (mmsegmentation>=1.2) or "mmrmt[all]"')
+        raise ImportError('mmrmt needs MMDetection or MMSegmentation: pip install "mmdet>=3.3,<3.4" or '
+                          '"mmsegmentation>=1.2.2,<1.3" ftfy regex (or reinstall mmrmt with its det, seg or all '
+                          'extra)')
     return registries
 
 

@@ -42,5 +42,5 @@ def test_import_with_neither_library_says_what_to_install():
     result = run_without(['mmdet', 'mmseg'])
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1] == (
-        'ImportError: mmrmt needs MMDetection or MMSegmentation: pip install "mmrmt[det]" '
-        '(mmdet>=3.3), "mmrmt[seg]" (mmsegmentation>=1.2) or "mmrmt[all]"')
+        'ImportError: mmrmt needs MMDetection or MMSegmentation: pip install "mmdet>=3.3,<3.4" or '
+        '"mmsegmentation>=1.2.2,<1.3" ftfy regex (or reinstall mmrmt with its det, seg or all extra)')

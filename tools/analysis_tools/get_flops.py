@@ -37,8 +37,9 @@ from mmrmt.utils import PreflightError, add_cfg_options, apply_cfg_options, buil
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config', help='config file')
-    parser.add_argument('--shape', type=int, nargs='+', default=[1280, 800],
-                        help='input size: H W, or one value for a square (default: 1280 800)')
+    parser.add_argument('--shape', type=int, nargs='+', default=[800, 1280],
+                        help="input size: H W, or one value for a square (default: 800 1280, the papers' "
+                        'COCO test size, 1280 wide)')
     parser.add_argument('--backbone-only', action='store_true', help='count the backbone alone')
     parser.add_argument('--show-table', action='store_true', help='print the per-module table')
     add_cfg_options(parser, example='model.backbone.arch=s')
