@@ -141,7 +141,7 @@ def convert_backbone_file(src: str, dst: str, conversion: BackboneConversion, fo
     def load_strictly(written: str) -> None:
         try:
             load_pretrained(backbone, written, new_prefixes=backbone.new_checkpoint_prefixes,
-                            dropped_prefixes=backbone.dropped_checkpoint_prefixes)
+                            dropped_prefixes=backbone.checkpoint_prefixes_to_drop())
         except ValueError as error:
             raise PreflightError(f'the conversion of {src} does not load into {backbone_cls.__name__}, '
                                  f'so {dst} was not written: {error}') from error

@@ -47,7 +47,9 @@ class PyramidBackbone(BaseModule):
     :meth:`_frozen_modules` lists those of frozen stages with
     :meth:`frozen_output_norms`. It sets the class attributes
     ``dropped_checkpoint_prefixes`` (classifier keys of ImageNet files) and
-    ``new_checkpoint_prefixes`` (its keys that such files cannot have).
+    ``new_checkpoint_prefixes`` (its keys that such files cannot have); an
+    instance that builds only part of the network drops more keys by
+    overriding :meth:`checkpoint_prefixes_to_drop`.
 
     Every argument is checked here, once for all backbones (a subclass checks
     its ``arch`` with :func:`resolve_arch`); a bad one raises a one-line
@@ -249,12 +251,16 @@ class PyramidBackbone(BaseModule):
             load_pretrained(
                 self,
                 self.init_cfg['checkpoint'],
-                dropped_prefixes=self.dropped_checkpoint_prefixes,
+                dropped_prefixes=self.checkpoint_prefixes_to_drop(),
                 new_prefixes=self.new_checkpoint_prefixes,
                 prefix=self.init_cfg.get('prefix', ''),
                 convert=self.convert_checkpoint,
                 before_load=self._init_default_weights)
         self._is_init = True
+
+    def checkpoint_prefixes_to_drop(self) -> Tuple[str, ...]:
+        """Key prefixes of an ImageNet checkpoint that this network does not load."""
+        return self.dropped_checkpoint_prefixes
 
     @staticmethod
     def convert_checkpoint(state_dict: dict) -> dict:

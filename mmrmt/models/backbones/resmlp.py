@@ -296,10 +296,14 @@ class ResMLP(PyramidBackbone):
         self.rescales = nn.ModuleDict({
             str(level): build_rescale(dims, int(math.log2(patch / LEVEL_STRIDES[level])), norm_cfg)
             for level in out_levels})
-        if last < depth - 1:
-            self.dropped_checkpoint_prefixes = (*type(self).dropped_checkpoint_prefixes, 'norm.',
-                                                *(f'blocks.{i}.' for i in range(last + 1, depth)))
         self._freeze_stages()
+
+    def checkpoint_prefixes_to_drop(self) -> Tuple[str, ...]:
+        """The classifier, and the blocks and final norm past the last emitted level when those are not built."""
+        unbuilt = range(self.out_indices[-1] + 1, self.depth)
+        if not unbuilt:
+            return self.dropped_checkpoint_prefixes
+        return (*self.dropped_checkpoint_prefixes, 'norm.', *(f'blocks.{i}.' for i in unbuilt))
 
     @classmethod
     def _settings(cls, arch: Union[str, dict]) -> dict:
