@@ -36,12 +36,13 @@ def three_images_and_a_corrupt_one(source: Path, folder: Path) -> List[Path]:
     return [folder / image.name for image in images[:3]]
 
 
-def assert_pictures_written(out_dir: Path, images: List[Path]) -> None:
+def assert_pictures_written(out_dir: Path, images: List[Path], scale: int = 1) -> None:
     assert sorted(path.name for path in (out_dir / 'vis').iterdir()) == [image.name for image in images]
     for image in images:
         picture = cv2.imread(str(out_dir / 'vis' / image.name))
-        assert picture.shape == (SIZE, SIZE, 3)
-        assert not np.array_equal(picture, cv2.imread(str(image))), 'nothing was painted'
+        assert picture.shape == (SIZE * scale, SIZE * scale, 3)
+        enlarged = cv2.resize(cv2.imread(str(image)), None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
+        assert not np.array_equal(picture, enlarged), 'nothing was painted'
 
 
 def assert_reports_corrupt_image(result, folder: Path) -> None:
@@ -58,9 +59,9 @@ def test_detection_demo_with_trained_weights(det_work_dir, demo_root, tmp_path):
     images = three_images_and_a_corrupt_one(demo_root / 'coco' / 'val', folder)
     result = run_tool([IMAGE_DEMO, folder, DET_CONFIG, '--weights', det_work_dir / 'iter_4.pth',
                        '--out-dir', out_dir, '--device', 'cpu', '--batch-size', '2',
-                       '--pred-score-thr', '0.1'])
+                       '--pred-score-thr', '0.1', '--picture-scale', '2'])
     assert_reports_corrupt_image(result, folder)
-    assert_pictures_written(out_dir, images)
+    assert_pictures_written(out_dir, images, scale=2)  # the JSON below stays in pixels of the image
     assert sorted(path.name for path in (out_dir / 'preds').iterdir()) == [
         f'{image.stem}.json' for image in images]
     for image in images:
@@ -78,9 +79,9 @@ def test_segmentation_demo_on_a_glob(demo_root, tmp_path):
     folder, out_dir = tmp_path / 'images', tmp_path / 'out'
     images = three_images_and_a_corrupt_one(demo_root / 'ade' / 'images' / 'validation', folder)
     result = run_tool([IMAGE_DEMO, f'{folder}/*.jpg', SEG_CONFIG, '--out-dir', out_dir,
-                       '--device', 'cpu', '--palette', 'ade20k'])
+                       '--device', 'cpu', '--palette', 'ade20k', '--picture-scale', '3'])
     assert_reports_corrupt_image(result, folder)
-    assert_pictures_written(out_dir, images)
+    assert_pictures_written(out_dir, images, scale=3)  # the label maps below stay image-sized
     for image in images:
         record = json.loads((out_dir / 'preds' / f'{image.stem}.json').read_text())
         assert record['classes'] == list(DEMO_SEG_CLASSES)
@@ -192,10 +193,9 @@ def test_out_dir_naming_a_file_is_refused_before_the_model(demo_root, tmp_path, 
 
 def model_weights_file(config: Path, folder: Path) -> Path:
     """A checkpoint of ``config``'s randomly initialised model, so that two inferencers share its weights."""
-    from mmrmt.apis import build_inferencer
-    from mmrmt.utils import read_config
+    from mmrmt.utils import build_cpu_model, read_config
     path = folder / 'random_model.pth'
-    torch.save(dict(state_dict=build_inferencer(read_config(str(config)), device='cpu').model.state_dict()), path)
+    torch.save(dict(state_dict=build_cpu_model(read_config(str(config))).state_dict()), path)
     return path
 
 
