@@ -148,17 +148,24 @@ def build_inferencer(cfg: Config,
 
 
 def scale_prediction(prediction: BaseDataElement, factor: int) -> BaseDataElement:
-    """The prediction of an image enlarged ``factor`` times (boxes, masks, label map)."""
-    prediction = prediction.clone()
+    """A copy of an image's prediction enlarged ``factor`` times (boxes, masks, label map).
+
+    ``prediction`` is left as it is: mmengine's ``clone`` copies only the top
+    level, so each changed field is a new element of its own, never the
+    prediction's (which is then saved, in pixels of the image).
+    """
+    scaled = prediction.clone()
     if 'pred_instances' in prediction:
-        instances = prediction.pred_instances
+        instances = prediction.pred_instances.clone()
         instances.bboxes = instances.bboxes * factor
         if 'masks' in instances:
             instances.masks = instances.masks.repeat_interleave(factor, 1).repeat_interleave(factor, 2)
+        scaled.pred_instances = instances
     if 'pred_sem_seg' in prediction:
-        labels = prediction.pred_sem_seg.data
-        prediction.pred_sem_seg.data = labels.repeat_interleave(factor, 1).repeat_interleave(factor, 2)
-    return prediction
+        labels = prediction.pred_sem_seg.data  # a new PixelData: its fields must keep one size
+        scaled.pred_sem_seg = prediction.pred_sem_seg.new(
+            data=labels.repeat_interleave(factor, 1).repeat_interleave(factor, 2))
+    return scaled
 
 
 def paint(inferencer: BaseInferencer, image: Path, prediction: BaseDataElement,

@@ -1,13 +1,20 @@
 """Runner extensions, registered in mmengine's ``RUNNERS`` and ``HOOKS`` when this
 package is imported: by the ``custom_imports`` of every mmrmt config
 (``configs/_base_/mmrmt_runtime.py``), whichever launcher reads it, and by the
-tools' layer. ``import mmrmt`` does not import it (it loads mmengine's Runner)."""
+tools' layer. ``import mmrmt`` does not import it (it loads mmengine's Runner).
+
+Importing it also guards mmengine's checkpoint loading: no loaded checkpoint
+keeps code in ``meta['config']``, the text mmengine's resume runs (see
+:mod:`.inert_checkpoint_loading`)."""
+from .inert_checkpoint_loading import guard_checkpoint_loading
 from .own_checkpoint import own_last_checkpoint
 from .own_work_dir_runner import OwnWorkDirRunner
 from .resume_rng_hook import ResumeRNGHook
 from .work_dir_lock import WorkDirBusyError, WorkDirLock, check_work_dir_free
 
+guard_checkpoint_loading()
+
 __all__ = [
-    'own_last_checkpoint', 'OwnWorkDirRunner', 'ResumeRNGHook', 'WorkDirBusyError', 'WorkDirLock',
-    'check_work_dir_free'
+    'guard_checkpoint_loading', 'own_last_checkpoint', 'OwnWorkDirRunner', 'ResumeRNGHook', 'WorkDirBusyError',
+    'WorkDirLock', 'check_work_dir_free'
 ]

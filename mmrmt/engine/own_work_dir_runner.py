@@ -1,15 +1,18 @@
 """mmengine's Runner, keeping to a work dir of its own."""
 import sys
 from inspect import signature
-from typing import Any, Callable, List, NoReturn, Optional
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Union
 
 from mmengine.dist import broadcast_object_list
+from mmengine.hooks import Hook
 from mmengine.logging import MMLogger
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
+from .inert_checkpoint_loading import make_checkpoint_inert
 from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir,
                              keep_checkpoint_paths_own, own_last_checkpoint)
+from .resume_rng_hook import ResumeRNGHook
 from .work_dir_lock import WorkDirBusyError, WorkDirLock
 
 
@@ -34,6 +37,14 @@ class OwnWorkDirRunner(Runner):
       After resuming, the last and best checkpoint paths of the message hub
       point into that folder too, so a new best checkpoint never deletes
       another work dir's.
+    * **An exact resume that runs no code, whatever the hooks.** The runner
+      registers a :class:`~mmrmt.engine.ResumeRNGHook` itself unless the
+      config's ``custom_hooks`` name one (a user config replacing that list
+      keeps it; a config listing it gets one, never two), and every
+      checkpoint it loads holds in ``meta['config']``, the text mmengine's
+      resume runs, only plain data (besides the guard of the load path,
+      :mod:`mmrmt.engine.inert_checkpoint_loading`, which covers the loaders
+      registered before :mod:`mmrmt.engine` was imported).
 
     mmrmt's configs select it with ``runner_type='OwnWorkDirRunner'``
     (``configs/_base_/mmrmt_runtime.py``), which mmdet's and mmseg's own
@@ -84,6 +95,19 @@ class OwnWorkDirRunner(Runner):
 
     def test(self) -> dict:
         return self._in_own_work_dir(super().test)
+
+    def register_hooks(self,
+                       default_hooks: Optional[Dict[str, Union[Hook, Dict]]] = None,
+                       custom_hooks: Optional[Sequence[Union[Hook, Dict]]] = None) -> None:
+        """mmengine's, then a :class:`~mmrmt.engine.ResumeRNGHook` unless one was registered."""
+        super().register_hooks(default_hooks, custom_hooks)
+        if not any(isinstance(hook, ResumeRNGHook) for hook in self._hooks):
+            self.register_hook(ResumeRNGHook())
+
+    def load_checkpoint(self, *args, **kwargs) -> dict:
+        """mmengine's, returning the checkpoint with ``meta['config']`` as plain data (what
+        :meth:`resume` hands to ``Config.fromstring``)."""
+        return make_checkpoint_inert(super().load_checkpoint(*args, **kwargs))
 
     def load_or_resume(self) -> None:
         """mmengine's, with ``resume=True`` resuming from the run's own last checkpoint."""

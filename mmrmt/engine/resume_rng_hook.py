@@ -6,8 +6,6 @@ from mmengine.dist import get_world_size
 from mmengine.hooks import Hook
 from mmengine.registry import HOOKS
 
-from mmrmt.checkpoint import make_resumed_config_inert
-
 CHECKPOINT_KEY = 'torch_rng_state'
 
 
@@ -26,16 +24,12 @@ class ResumeRNGHook(Hook):
     0's states are saved, so a distributed run restores none (each process
     keeps its own seeded stream).
 
-    Registered in mmengine's ``HOOKS`` when :mod:`mmrmt.engine` is imported,
-    so any launcher builds it from a config's
-    ``custom_hooks=[dict(type='ResumeRNGHook')]`` whose ``custom_imports``
-    name ``mmrmt.engine`` (mmrmt's configs do both in
-    ``configs/_base_/mmrmt_runtime.py``).
-
-    Being the hook of every resume with mmrmt's configs, it also keeps the
-    resume from running code a file holds: mmengine's ``Runner.resume``
-    executes the text of ``meta['config']``, which the loaded checkpoint then
-    only holds as plain data (:func:`~mmrmt.checkpoint.make_resumed_config_inert`).
+    Registered in mmengine's ``HOOKS`` when :mod:`mmrmt.engine` is imported.
+    :class:`~mmrmt.engine.OwnWorkDirRunner`, the runner of mmrmt's configs,
+    registers one itself unless the config's ``custom_hooks`` name it, so a
+    user config that sets its own ``custom_hooks`` keeps it; a config run by
+    another runner gets it from ``custom_hooks=[dict(type='ResumeRNGHook')]``
+    (``configs/_base_/mmrmt_runtime.py``; our tools add it when missing).
     """
 
     priority = 'VERY_LOW'
@@ -50,7 +44,6 @@ class ResumeRNGHook(Hook):
         checkpoint[CHECKPOINT_KEY] = state
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
-        make_resumed_config_inert(checkpoint)
         state = checkpoint.get(CHECKPOINT_KEY)
         self._pending = dict(state, iter=checkpoint['meta'].get('iter')) if state else None
 

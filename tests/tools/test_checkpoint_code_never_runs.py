@@ -38,8 +38,8 @@ def test_train_resume_refuses_a_file_whose_resume_would_run_code(trap, demo_root
 
 
 def test_mmdet_train_script_resumes_without_running_code(trap, demo_root, tmp_path):
-    """mmdet's own train.py on our config: the ResumeRNGHook the config names keeps
-    mmengine's resume from running ``meta['config']``."""
+    """mmdet's own train.py on our config: the runner the config names, and the guard of
+    mmengine's checkpoint loading, keep its resume from running ``meta['config']``."""
     checkpoint, marker = trap
     result = run_script(library_train_script('mmdet'), [DET_CONFIG, '--work-dir', tmp_path / 'work', '--resume', checkpoint,
                                  '--cfg-options', 'train_cfg.val_interval=100', *det_data_options(demo_root)])

@@ -12,6 +12,7 @@ from typing import List
 import cv2
 import numpy as np
 import pytest
+import torch
 from pycocotools import mask as mask_utils
 from tool_process import DET_CONFIG, SEG_CONFIG, exit_message, run_tool
 
@@ -35,12 +36,13 @@ def three_images_and_a_corrupt_one(source: Path, folder: Path) -> List[Path]:
     return [folder / image.name for image in images[:3]]
 
 
-def assert_pictures_written(out_dir: Path, images: List[Path]) -> None:
+def assert_pictures_written(out_dir: Path, images: List[Path], scale: int = 1) -> None:
     assert sorted(path.name for path in (out_dir / 'vis').iterdir()) == [image.name for image in images]
     for image in images:
         picture = cv2.imread(str(out_dir / 'vis' / image.name))
-        assert picture.shape == (SIZE, SIZE, 3)
-        assert not np.array_equal(picture, cv2.imread(str(image))), 'nothing was painted'
+        assert picture.shape == (SIZE * scale, SIZE * scale, 3)
+        enlarged = cv2.resize(cv2.imread(str(image)), None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
+        assert not np.array_equal(picture, enlarged), 'nothing was painted'
 
 
 def assert_reports_corrupt_image(result, folder: Path) -> None:
@@ -57,9 +59,9 @@ def test_detection_demo_with_trained_weights(det_work_dir, demo_root, tmp_path):
     images = three_images_and_a_corrupt_one(demo_root / 'coco' / 'val', folder)
     result = run_tool([IMAGE_DEMO, folder, DET_CONFIG, '--weights', det_work_dir / 'iter_4.pth',
                        '--out-dir', out_dir, '--device', 'cpu', '--batch-size', '2',
-                       '--pred-score-thr', '0.1'])
+                       '--pred-score-thr', '0.1', '--picture-scale', '2'])
     assert_reports_corrupt_image(result, folder)
-    assert_pictures_written(out_dir, images)
+    assert_pictures_written(out_dir, images, scale=2)  # the JSON below stays in pixels of the image
     assert sorted(path.name for path in (out_dir / 'preds').iterdir()) == [
         f'{image.stem}.json' for image in images]
     for image in images:
@@ -77,9 +79,9 @@ def test_segmentation_demo_on_a_glob(demo_root, tmp_path):
     folder, out_dir = tmp_path / 'images', tmp_path / 'out'
     images = three_images_and_a_corrupt_one(demo_root / 'ade' / 'images' / 'validation', folder)
     result = run_tool([IMAGE_DEMO, f'{folder}/*.jpg', SEG_CONFIG, '--out-dir', out_dir,
-                       '--device', 'cpu', '--palette', 'ade20k'])
+                       '--device', 'cpu', '--palette', 'ade20k', '--picture-scale', '3'])
     assert_reports_corrupt_image(result, folder)
-    assert_pictures_written(out_dir, images)
+    assert_pictures_written(out_dir, images, scale=3)  # the label maps below stay image-sized
     for image in images:
         record = json.loads((out_dir / 'preds' / f'{image.stem}.json').read_text())
         assert record['classes'] == list(DEMO_SEG_CLASSES)
@@ -187,3 +189,63 @@ def test_out_dir_naming_a_file_is_refused_before_the_model(demo_root, tmp_path, 
                            monkeypatch, capsys)
     assert message == f'error: --out-dir {a_file / "out"} cannot be created: {a_file} is a file, not a folder'
     assert a_file.read_text() == 'a user file' and sorted(tmp_path.iterdir()) == [a_file]
+
+
+def model_weights_file(config: Path, folder: Path) -> Path:
+    """A checkpoint of ``config``'s randomly initialised model, so that two inferencers share its weights."""
+    from mmrmt.utils import build_cpu_model, read_config
+    path = folder / 'random_model.pth'
+    torch.save(dict(state_dict=build_cpu_model(read_config(str(config))).state_dict()), path)
+    return path
+
+
+def library_prediction(config: Path, weights: Path, image: Path):
+    """The prediction of mmdet's DetInferencer / mmseg's MMSegInferencer for ``image``, called directly."""
+    from mmdet.apis import DetInferencer
+    from mmseg.apis import MMSegInferencer
+    factory = DetInferencer if config == DET_CONFIG else MMSegInferencer
+    inferencer = factory(model=str(config), weights=str(weights), device='cpu')
+    inferencer.show_progress = False
+    predictions = inferencer(str(image), return_datasamples=True)
+    return predictions['predictions'][0] if isinstance(predictions, dict) else predictions
+
+
+def saved_predictions_at_scales(config: Path, weights: Path, image: Path, folder: Path) -> List[dict]:
+    """The JSON records ``predict_images`` saves for ``image`` painted at picture scales 1, 2 and 3
+    (with a score threshold that paints all, most or none of the detections)."""
+    from mmrmt.apis import build_inferencer, predict_images
+    from mmrmt.utils import read_config
+    inferencer = build_inferencer(read_config(str(config)), str(weights), device='cpu')
+    records = []
+    for scale, score_thr in ((1, 0.0), (2, 0.3), (3, 0.9)):
+        outputs = output_files([image], folder / f'scale_{scale}', force=False)
+        predict_images(inferencer, outputs, score_thr, picture_scale=scale, show_progress=False)
+        assert cv2.imread(str(outputs[image].picture)).shape == (SIZE * scale, SIZE * scale, 3)
+        records.append(json.loads(outputs[image].predictions.read_text()))
+    return records
+
+
+def test_saved_detections_are_the_models_in_pixels_of_the_image(demo_root, tmp_path):
+    """Painting enlarged pictures must not enlarge what is saved: the JSON's boxes and masks are
+    the library's own prediction for the image at every picture scale. Both inferencers run the
+    same weights on the same input in this process, the same float32 operations in the same
+    order, so the values agree exactly (JSON holds a float32's value exactly)."""
+    image = demo_root / 'coco' / 'val' / 'val_0001.jpg'
+    weights = model_weights_file(DET_CONFIG, tmp_path)
+    expected = library_prediction(DET_CONFIG, weights, image).pred_instances
+    assert len(expected) > 0, 'the random model predicts nothing: the comparison would be empty'
+    for record in saved_predictions_at_scales(DET_CONFIG, weights, image, tmp_path):
+        assert record['labels'] == expected.labels.tolist() and record['scores'] == expected.scores.tolist()
+        assert record['bboxes'] == expected.bboxes.tolist()
+        masks = mask_utils.decode([dict(rle, counts=rle['counts'].encode()) for rle in record['masks']])
+        assert np.array_equal(masks.transpose(2, 0, 1), expected.masks.numpy())
+
+
+def test_saved_label_maps_are_the_models_in_pixels_of_the_image(demo_root, tmp_path):
+    """As for detection: the saved label map is mmseg's own, image-sized, at every picture scale."""
+    image = demo_root / 'ade' / 'images' / 'validation' / 'validation_0000.jpg'
+    weights = model_weights_file(SEG_CONFIG, tmp_path)
+    expected = library_prediction(SEG_CONFIG, weights, image).pred_sem_seg.data[0].numpy()
+    assert expected.shape == (SIZE, SIZE)
+    for record in saved_predictions_at_scales(SEG_CONFIG, weights, image, tmp_path):
+        assert np.array_equal(np.array(record['sem_seg']), expected)

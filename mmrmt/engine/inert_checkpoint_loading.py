@@ -1,0 +1,50 @@
+"""The load path's guard: a checkpoint mmengine loads never carries code for its resume to run.
+
+mmengine's ``Runner.resume`` executes the text of a checkpoint's
+``meta['config']`` (``Config.fromstring``) to compare the previous run's
+``gpu_ids``. Every checkpoint mmengine loads goes through the loader that
+:class:`~mmengine.runner.checkpoint.CheckpointLoader` picks by the path's
+scheme (a local file, ``http://``, ``s3://``, ``open-mmlab://``, ...). Each
+loader registered when :mod:`mmrmt.engine` is imported is wrapped here, so
+that what it returns holds in ``meta['config']`` only plain data
+(:func:`~mmrmt.checkpoint.make_resumed_config_inert`): this holds for any
+runner, hooks and launcher, as long as the config imports ``mmrmt.engine``.
+"""
+import functools
+from typing import Callable
+
+from mmengine.runner.checkpoint import CheckpointLoader
+
+from mmrmt.checkpoint import make_resumed_config_inert
+
+#: Attribute marking a loader already wrapped (importing twice wraps once).
+WRAPPED_MARK = '_mmrmt_resumed_config_inert'
+
+
+def make_checkpoint_inert(checkpoint: object) -> object:
+    """``checkpoint`` with ``meta['config']`` made plain data when it is an mmengine checkpoint."""
+    if isinstance(checkpoint, dict):
+        make_resumed_config_inert(checkpoint)
+    return checkpoint
+
+
+def inert_loader(loader: Callable) -> Callable:
+    """``loader`` whose checkpoints hold no code in ``meta['config']`` (same name, for mmengine's log)."""
+
+    @functools.wraps(loader)
+    def load(*args, **kwargs):
+        return make_checkpoint_inert(loader(*args, **kwargs))
+
+    setattr(load, WRAPPED_MARK, True)
+    return load
+
+
+def guard_checkpoint_loading() -> None:
+    """Wrap every loader of mmengine's ``CheckpointLoader`` in :func:`inert_loader`.
+
+    Loaders registered later (by a user's module) are not wrapped; for them
+    :class:`~mmrmt.engine.OwnWorkDirRunner` makes the checkpoint inert itself.
+    """
+    for prefix, loader in list(CheckpointLoader._schemes.items()):
+        if not getattr(loader, WRAPPED_MARK, False):
+            CheckpointLoader.register_scheme(prefix, inert_loader(loader), force=True)
