@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import run_mode
+from .run_mode import autocast_dtype, keeps_autograd, traces_plain_ops
 
 
 class _NormThenProject(torch.autograd.Function):
@@ -68,9 +68,9 @@ def norm_then_project(x: torch.Tensor, norm: Optional[nn.LayerNorm],
     norm's output is recomputed in backward instead of kept. Without autograd,
     or traced (FLOP counting, export), it is the plain ops (see :mod:`.run_mode`).
     """
-    if norm is None or not run_mode.keeps_autograd() or run_mode.traces_plain_ops():
+    if norm is None or not keeps_autograd() or traces_plain_ops():
         normed = x if norm is None else norm(x)
         return tuple(F.linear(normed, weight, bias) for weight, bias in projections)
-    compute_dtype = run_mode.autocast_dtype(x) or x.dtype
+    compute_dtype = autocast_dtype(x) or x.dtype
     flat = [t for pair in projections for t in pair]
     return _NormThenProject.apply(x, norm.weight, norm.bias, norm.eps, compute_dtype, *flat)

@@ -45,10 +45,10 @@ class Recorder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         ANSWERS.append(dict(keeps_autograd=run_mode.keeps_autograd(),
-                                 traces_plain_ops=run_mode.traces_plain_ops(),
-                                 is_exporting=run_mode.is_exporting(), is_compiling=run_mode.is_compiling(),
-                                 chunks_cpu_inference=run_mode.chunks_cpu_inference(x, self.training),
-                                 autocast_dtype=run_mode.autocast_dtype(x)))
+                            traces_plain_ops=run_mode.traces_plain_ops(),
+                            is_exporting=run_mode.is_exporting(), is_compiling=run_mode.is_compiling(),
+                            chunks_cpu_inference=run_mode.chunks_cpu_inference(x, self.training),
+                            autocast_dtype=run_mode.autocast_dtype(x)))
         return x * self.weight
 
 
