@@ -9,7 +9,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.checkpoint import checkpoint
 
 from mmrmt.checkpoint import load_pretrained
-from ..layers import check_norm_cfg
+from ..layers import check_norm_cfg, run_mode
 from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, check_arg
 
 #: Checkpoint names of mmengine's model zoos (ResNets, HRNets, ... of
@@ -19,7 +19,7 @@ FOREIGN_ZOO_PREFIXES = ('open-mmlab://', 'openmmlab://', 'torchvision://', 'mode
 
 def call_block(block: nn.Module, *args, with_cp: bool) -> torch.Tensor:
     """Call ``block``, through activation checkpointing when ``with_cp`` and it trains with autograd."""
-    if with_cp and block.training and torch.is_grad_enabled():
+    if with_cp and block.training and run_mode.keeps_autograd():
         return checkpoint(block, *args, use_reentrant=False)
     return block(*args)
 
@@ -215,7 +215,7 @@ class PyramidBackbone(BaseModule):
             raise TypeError(f'{name}: the input dtype {x.dtype} is not floating point; convert the '
                             'images first, e.g. x.float() (normalised as the data preprocessor does).')
         weight = next(self.parameters())
-        if x.dtype != weight.dtype and not torch.is_autocast_enabled(x.device.type):
+        if x.dtype != weight.dtype and run_mode.autocast_dtype(x) is None:
             raise TypeError(f'{name}: the input dtype {x.dtype} differs from the model dtype '
                             f'{weight.dtype}; convert one to the other (x.to({weight.dtype}) or '
                             f'model.to({x.dtype})) or run under torch.autocast.')

@@ -18,17 +18,12 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import build_norm_layer, is_exporting, norm_then_project
+from ..layers import build_norm_layer, norm_then_project, run_mode
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone
 from .rest_attention import mixed_head_attention
 from .rest_mlp import gelu_projection
-
-
-#: CPU inference runs each ResT stage on a few images at a time, so that the
-#: stage's MLP hidden map of a chunk stays under this many bytes (see :meth:`ResT.forward`).
-INFERENCE_CHUNK_BYTES = 8 * 2**20
 
 
 class PixelAttention(nn.Module):
@@ -97,7 +92,7 @@ def expm1(x: torch.Tensor) -> torch.Tensor:
     ``2 tanh(x / 2) / (1 - tanh(x / 2))``, equally precise (the denominator
     stays in [1, 2)), where ``exp(x) - 1`` would cancel for small ``x``.
     """
-    if not is_exporting():
+    if not run_mode.is_exporting():
         return torch.expm1(x)
     half = torch.tanh(x / 2)
     return 2 * half / (1 - half)
@@ -172,7 +167,7 @@ class EfficientMultiHeadAttention(nn.Module):
         if self.num_heads == 1:
             out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
             out = out.transpose(1, 2)
-        elif is_exporting() or torch.jit.is_tracing():  # plain ops: ONNX's, and countable
+        elif run_mode.traces_plain_ops():  # plain ops: ONNX's, and countable
             scores = self.transform_conv((q.transpose(1, 2) @ k.permute(0, 2, 3, 1)) * self.scale)
             out = (softmax_instance_norm(scores) @ v.transpose(1, 2)).transpose(1, 2)
         else:
@@ -207,7 +202,7 @@ class ResTBlock(nn.Module):
         for backward (see :func:`.rest_mlp.gelu_projection`); without
         autograd the residual sums are written into the branch outputs.
         """
-        grad = torch.is_grad_enabled()
+        grad = run_mode.keeps_autograd()
         branch = self.drop_path(self.attn(self.norm1(x)))
         x = x + branch if grad else branch.add_(x)
         hidden, = norm_then_project(x, self.norm2, [(self.mlp.fc1.weight, self.mlp.fc1.bias)])
@@ -337,7 +332,7 @@ class ResT(PyramidBackbone):
         CPU inference in eval mode (BatchNorm on running statistics, so every
         image on its own) runs each stage on a few images at a time, so that
         the stage's MLP hidden map of a chunk stays under
-        :data:`INFERENCE_CHUNK_BYTES`: a whole batch's maps stream through
+        :data:`.run_mode.INFERENCE_CHUNK_BYTES`: a whole batch's maps stream through
         main memory, a chunk's stay in cache.
         Later stages have smaller maps and larger weights, so they take more
         images per chunk and their linear layers reuse each weight over more rows.
@@ -347,8 +342,7 @@ class ResT(PyramidBackbone):
         blocks' (B, h, w, C) layout is a free permute.
         """
         self.check_input(x)
-        chunked = not (self.training or torch.is_grad_enabled() or x.device.type != 'cpu' or is_exporting()
-                       or torch.jit.is_tracing())
+        chunked = run_mode.chunks_cpu_inference(x, self.training)
         conv_layout = torch.channels_last if chunked else torch.contiguous_format
         x = x.contiguous(memory_format=conv_layout)
         outs = []
@@ -373,4 +367,4 @@ class ResT(PyramidBackbone):
         channels = blocks[0].mlp.fc1.out_features if len(blocks) else self.embed_dims[stage]
         stride = 4 if stage == 0 else 2
         image_bytes = channels * -(-x.shape[2] // stride) * -(-x.shape[3] // stride) * x.element_size()
-        return -(-x.shape[0] // max(1, INFERENCE_CHUNK_BYTES // image_bytes))
+        return -(-x.shape[0] // run_mode.inference_chunk_images(image_bytes))

@@ -4,6 +4,8 @@ from typing import Optional, Tuple
 import torch
 import torch.nn.functional as F
 
+from ..layers import run_mode
+
 
 class _GeluProjection(torch.autograd.Function):
     """``linear(gelu(hidden), weight, bias)``; the GELU is recomputed in backward instead of kept."""
@@ -34,9 +36,9 @@ def gelu_projection(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
 
     Under autocast the projection runs in ``hidden``'s dtype (the autocast dtype of fc1's output).
     """
-    if torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch.compiler.is_exporting():
+    if run_mode.traces_plain_ops():
         return F.linear(F.gelu(hidden), weight, bias)
-    if not torch.is_grad_enabled():
+    if not run_mode.keeps_autograd():
         return F.linear(torch.ops.aten.gelu_(hidden), weight, bias)
     with torch.autocast(hidden.device.type, enabled=False):
         return _GeluProjection.apply(hidden, weight.to(hidden.dtype), bias.to(hidden.dtype))

@@ -5,6 +5,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .run_mode import autocast_dtype, keeps_autograd, traces_plain_ops
+
 
 class _NormThenProject(torch.autograd.Function):
     """``[linear(layer_norm(x), W_i, b_i) for each i]`` storing ``x``, not the norm's output.
@@ -64,12 +66,11 @@ def norm_then_project(x: torch.Tensor, norm: Optional[nn.LayerNorm],
 
     Same values as applying ``norm`` then the projections; with autograd the
     norm's output is recomputed in backward instead of kept. Without autograd,
-    or traced (FLOP counting, export), it is the plain ops.
+    or traced (FLOP counting, export), it is the plain ops (see :mod:`.run_mode`).
     """
-    if norm is None or not torch.is_grad_enabled() or torch.jit.is_tracing():
+    if norm is None or not keeps_autograd() or traces_plain_ops():
         normed = x if norm is None else norm(x)
         return tuple(F.linear(normed, weight, bias) for weight, bias in projections)
-    device = x.device.type
-    compute_dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+    compute_dtype = autocast_dtype(x) or x.dtype
     flat = [t for pair in projections for t in pair]
     return _NormThenProject.apply(x, norm.weight, norm.bias, norm.eps, compute_dtype, *flat)

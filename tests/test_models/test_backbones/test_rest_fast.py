@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from mmrmt.models import ResT
 from mmrmt.models.backbones import rest_attention
 from mmrmt.models.backbones.rest_attention import mixed_head_attention
+from mmrmt.models.layers import run_mode
 from helpers.backbones import REST_TINY as TINY
 from helpers.rest_reference import ReferenceResT
 
@@ -149,8 +150,7 @@ def test_backbone_equals_the_reference_in_float64(shape, train):
 @pytest.mark.parametrize('shape', [(3, 3, 61, 45), (2, 3, 32, 96)])
 def test_cpu_inference_path_equals_the_reference_in_float64(monkeypatch, shape):
     """Eval without autograd: images in chunks per stage, convolutions on channels-last memory."""
-    from mmrmt.models.backbones import rest
-    monkeypatch.setattr(rest, 'INFERENCE_CHUNK_BYTES', 1)  # one image a chunk in every stage
+    monkeypatch.setattr(run_mode, 'INFERENCE_CHUNK_BYTES', 1)  # one image a chunk in every stage
     model, reference = (m.double().eval() for m in build_pair())
     image = torch.randn(shape, dtype=torch.float64)
     with torch.no_grad():
@@ -212,7 +212,6 @@ def test_backbone_trains_under_bfloat16_autocast():
 @pytest.mark.parametrize('chunks', ['images', 'attention rows'])
 def test_cpu_inference_in_chunks_gives_the_same_outputs(monkeypatch, chunks):
     """Eval inference on a few images at a time per stage (ResT.forward), attention on a few rows at a time."""
-    from mmrmt.models.backbones import rest
     model, _ = build_pair()
     model.eval()
     image = torch.randn(5, 3, 64, 64)
@@ -220,7 +219,7 @@ def test_cpu_inference_in_chunks_gives_the_same_outputs(monkeypatch, chunks):
     with torch.no_grad():
         whole = model(image)
         if chunks == 'images':  # the MLP hidden maps of one 64x64 image: 16x16x32, 8x8x64, 4x4x96, 2x2x128 floats
-            monkeypatch.setattr(rest, 'INFERENCE_CHUNK_BYTES', 2 * 16 * 16 * 32 * 4)
+            monkeypatch.setattr(run_mode, 'INFERENCE_CHUNK_BYTES', 2 * 16 * 16 * 32 * 4)
             monkeypatch.setattr(model, 'stage_forward', lambda stage, part, run=model.stage_forward:
                                 calls.append((stage, len(part))) or run(stage, part))
         else:

@@ -5,12 +5,15 @@ import pytest
 import torch
 
 from mmrmt.models import RMT
-from mmrmt.models.backbones.rmt import fast_block
 from mmrmt.models.backbones.rmt.attention import ManhattanSelfAttention
+from mmrmt.models.backbones.rmt.block import RMTBlock
 from mmrmt.models.backbones.rmt.fast_attention import FastManhattanSelfAttention
-from mmrmt.models.backbones.rmt.fast_block import FastRMTStage, ImageChunkedStem
+from mmrmt.models.backbones.rmt.fast_block import FastRMTBlock, ImageChunkedStem
+from mmrmt.models.backbones.rmt.fast_ffn import FastConvFFN
 from mmrmt.models.backbones.rmt.fast_relative_position import FastManhattanRelPos
+from mmrmt.models.backbones.rmt.ffn import ConvFFN
 from mmrmt.models.backbones.rmt.relative_position import ManhattanRelPos
+from mmrmt.models.layers import run_mode
 
 # Tiny arch covering decomposed and full stages, with and without layer scale.
 TINY = dict(embed_dims=[16, 32, 48, 64], depths=[1, 2, 1, 1], num_heads=[2, 2, 4, 4],
@@ -89,21 +92,39 @@ def test_fast_attention_without_autograd_equals_reference(decomposed, batch, hei
 def test_fast_backbone_inference_in_image_chunks_equals_reference(monkeypatch):
     fast, reference = backbone_pair()
     fast.eval(), reference.eval()
-    monkeypatch.setattr(fast_block, 'INFERENCE_CHUNK_BYTES', 1)  # the stem and every block image by image
+    monkeypatch.setattr(run_mode, 'INFERENCE_CHUNK_BYTES', 1)  # the stem and every block image by image
     x = torch.randn(3, 3, 45, 71)
     with torch.no_grad():
         for out_fast, out_ref in zip(fast(x), reference(x)):
             torch.testing.assert_close(out_fast, out_ref, atol=1e-4, rtol=1e-4)
 
 
-def test_stem_is_not_split_while_batch_norm_trains(monkeypatch):
-    """No autograd but train mode (BatchNorm on batch statistics): the stem sees the whole batch."""
+def test_a_trace_without_grad_holds_no_image_chunks_and_serves_any_batch(monkeypatch):
+    """FLOP counters trace in CPU inference (eval, no grad): the trace is the whole batch's plain ops."""
+    fast, _ = backbone_pair()
+    fast.eval()
+    monkeypatch.setattr(run_mode, 'INFERENCE_CHUNK_BYTES', 1)  # eagerly, the stem and every block image by image
+    with torch.no_grad():
+        traced = torch.jit.trace(fast, torch.randn(3, 3, 45, 71), check_trace=False)
+        x = torch.randn(2, 3, 45, 71)
+        # float32 rounding: SDPA traced, explicit GEMMs eagerly, as the fast-to-reference checks above
+        for out_traced, out in zip(traced(x), fast(x)):
+            torch.testing.assert_close(out_traced, out, atol=1e-4, rtol=1e-4)
+
+
+def test_nothing_is_split_in_train_mode_without_grad(monkeypatch):
+    """No autograd but train mode (BatchNorm on batch statistics, drop path's draws): the stem and the blocks
+    see the whole batch."""
     fast, reference = backbone_pair()
-    monkeypatch.setattr(fast_block, 'INFERENCE_CHUNK_BYTES', 1)
+    monkeypatch.setattr(run_mode, 'INFERENCE_CHUNK_BYTES', 1)
+    block, batches = fast.layers[0].blocks[0], []
+    monkeypatch.setattr(block, '_forward', lambda part, relpos, run=block._forward:
+                        batches.append(len(part)) or run(part, relpos))
     x = torch.randn(3, 3, 45, 71)
     with torch.no_grad():
         for out_fast, out_ref in zip(fast(x), reference(x)):
             torch.testing.assert_close(out_fast, out_ref, atol=1e-4, rtol=1e-4)
+    assert batches == [3]
     for ours, theirs in zip(fast.patch_embed.proj.modules(), reference.patch_embed.proj.modules()):
         if isinstance(ours, torch.nn.BatchNorm2d):
             torch.testing.assert_close(ours.running_mean, theirs.running_mean)
@@ -161,15 +182,15 @@ def test_fast_attention_trains_under_bf16_autocast(decomposed):
 
 
 def test_fast_is_default_and_reference_selectable():
+    """Every class the two implementations differ in is the chosen one's, throughout the model."""
     def classes(model: RMT) -> set:
         return {type(m) for m in model.modules()
-                if isinstance(m, (ManhattanSelfAttention, ManhattanRelPos, torch.nn.Sequential))}
+                if isinstance(m, (ManhattanSelfAttention, ManhattanRelPos, RMTBlock, ConvFFN, torch.nn.Sequential))}
 
-    fast = classes(RMT(TINY))
-    assert {FastManhattanSelfAttention, FastManhattanRelPos, ImageChunkedStem} <= fast
-    assert not fast & {ManhattanSelfAttention, ManhattanRelPos, torch.nn.Sequential}
-    assert classes(RMT(TINY, impl='reference')) == {ManhattanSelfAttention, ManhattanRelPos, torch.nn.Sequential}
-    assert all(isinstance(stage, FastRMTStage) for stage in RMT(TINY).layers)
+    assert classes(RMT(TINY)) == {FastManhattanSelfAttention, FastManhattanRelPos, FastRMTBlock, FastConvFFN,
+                                  ImageChunkedStem}
+    assert classes(RMT(TINY, impl='reference')) == {ManhattanSelfAttention, ManhattanRelPos, RMTBlock, ConvFFN,
+                                                    torch.nn.Sequential}
 
 
 @pytest.mark.parametrize('bad', ['flash', 'Fast', None, ['fast']])

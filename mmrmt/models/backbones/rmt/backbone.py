@@ -11,6 +11,7 @@ from ..arch import (BOOL, NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POS
                     resolve_arch)
 from ...layers import build_norm_layer
 from ..base_backbone import PyramidBackbone, init_linears_and_layer_norms
+from .block import RMTStage
 from .implementations import implementation
 
 
@@ -126,14 +127,14 @@ class RMT(PyramidBackbone):
         layer_scale_init = settings.get('layer_scale_init', 1e-6)
         self.layers = nn.ModuleList()
         for i, depth in enumerate(depths):
-            self.layers.append(classes.stage(
+            self.layers.append(RMTStage(
                 embed_dims=dims[i], depth=depth, num_heads=heads[i],
                 mlp_ratio=settings['mlp_ratios'][i], init_value=settings['init_values'][i],
                 heads_range=settings['heads_ranges'][i], decomposed=settings['decomposed'][i],
                 drop_paths=drop_paths[sum(depths[:i]):sum(depths[:i + 1])],
                 layer_scale=layer_scale_init if settings['layer_scales'][i] else None,
                 out_channels=dims[i + 1] if i + 1 < len(dims) else None, norm_cfg=norm_cfg,
-                with_cp=with_cp))
+                with_cp=with_cp, implementation=classes))
         self.extra_norms = nn.ModuleDict({str(i): nn.LayerNorm(dims[i]) for i in self.out_indices})
         self._freeze_stages()
 

@@ -1,5 +1,5 @@
-"""RMT's block and stage, as the paper writes them."""
-from typing import Callable, Optional, Sequence, Tuple, Type
+"""RMT's block and stage, as the paper writes them, and the classes of an implementation they are built of."""
+from typing import Callable, NamedTuple, Optional, Sequence, Tuple, Type
 
 import torch
 from timm.layers import DropPath
@@ -18,6 +18,26 @@ def layer_scaled(branch: torch.Tensor, gamma: Optional[torch.Tensor]) -> torch.T
     return branch if gamma is None else gamma * branch
 
 
+class Implementation(NamedTuple):
+    """The classes of one implementation of RMT, what its modules build (one row of
+    :data:`.implementations.IMPLEMENTATIONS`).
+
+    Args:
+        stem (type): Container of the stem's layers (built by :class:`.backbone.RMT`).
+        relpos (type): A stage's relative position, rotary and decay tables
+            (built by :class:`RMTStage` and :class:`.masa_2d.ManhattanSelfAttention2d`).
+        block (type): A stage's block (built by :class:`RMTStage`).
+        attention (type): MaSA, channels-last (built by :class:`RMTBlock` and
+            :class:`.masa_2d.ManhattanSelfAttention2d`).
+        ffn (type): A block's FFN (built by :class:`RMTBlock`).
+    """
+    stem: Type[nn.Sequential]
+    relpos: Type[ManhattanRelPos]
+    block: Type['RMTBlock']
+    attention: Type[ManhattanSelfAttention]
+    ffn: Type[ConvFFN]
+
+
 class RMTBlock(nn.Module):
     """CPE, then pre-norm MaSA and FFN, each a residual branch with optional layer scale.
 
@@ -29,19 +49,19 @@ class RMTBlock(nn.Module):
         drop_path (float): Stochastic depth rate.
         layer_scale (float, optional): Initial layer-scale value, or None
             for no layer scale.
+        implementation (Implementation): Whose ``attention`` and ``ffn``
+            classes the block builds.
     """
 
-    attention_cls: Type[ManhattanSelfAttention] = ManhattanSelfAttention
-    ffn_cls: Type[ConvFFN] = ConvFFN
-
     def __init__(self, embed_dims: int, num_heads: int, mlp_ratio: float, decomposed: bool,
-                 drop_path: float = 0., layer_scale: Optional[float] = None) -> None:
+                 drop_path: float = 0., layer_scale: Optional[float] = None, *,
+                 implementation: Implementation) -> None:
         super().__init__()
         self.pos = ChannelsLastDWConv(embed_dims, 3)
         self.retention_layer_norm = nn.LayerNorm(embed_dims, eps=1e-6)
-        self.retention = self.attention_cls(embed_dims, num_heads, decomposed)
+        self.retention = implementation.attention(embed_dims, num_heads, decomposed)
         self.final_layer_norm = nn.LayerNorm(embed_dims, eps=1e-6)
-        self.ffn = self.ffn_cls(embed_dims, int(mlp_ratio * embed_dims))
+        self.ffn = implementation.ffn(embed_dims, int(mlp_ratio * embed_dims))
         self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
         if layer_scale is not None:
             self.gamma_1 = nn.Parameter(torch.full((1, 1, 1, embed_dims), float(layer_scale)))
@@ -92,20 +112,21 @@ class RMTStage(nn.Module):
         norm_cfg (dict): Norm of the downsampling.
         with_cp (bool): Activation checkpointing per block while training.
             Defaults to False.
+        implementation (Implementation): Whose ``relpos`` and ``block``
+            classes the stage builds (and its blocks their parts).
     """
-
-    relpos_cls: Type[ManhattanRelPos] = ManhattanRelPos
-    block_cls: Type[RMTBlock] = RMTBlock
 
     def __init__(self, embed_dims: int, depth: int, num_heads: int, mlp_ratio: float,
                  init_value: float, heads_range: float, decomposed: bool,
                  drop_paths: Sequence[float], layer_scale: Optional[float],
-                 out_channels: Optional[int], norm_cfg: dict, with_cp: bool = False) -> None:
+                 out_channels: Optional[int], norm_cfg: dict, with_cp: bool = False, *,
+                 implementation: Implementation) -> None:
         super().__init__()
         self.with_cp = with_cp
-        self.Relpos = self.relpos_cls(embed_dims, num_heads, init_value, heads_range)
+        self.Relpos = implementation.relpos(embed_dims, num_heads, init_value, heads_range)
         self.blocks = nn.ModuleList(
-            self.block_cls(embed_dims, num_heads, mlp_ratio, decomposed, drop_paths[i], layer_scale)
+            implementation.block(embed_dims, num_heads, mlp_ratio, decomposed, drop_paths[i], layer_scale,
+                                 implementation=implementation)
             for i in range(depth))
         self.downsample = (ConvDownsample(embed_dims, out_channels, norm_cfg)
                            if out_channels is not None else None)

@@ -5,10 +5,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...layers import is_exporting
+from ...layers import norm_then_project, run_mode
 from .attention import ManhattanSelfAttention
 from .fast_relative_position import FastManhattanRelPos, FastTables, apply_rotary_signed, rotate_qk
-from ...layers import norm_then_project
 
 
 def softmax_(logits: torch.Tensor) -> torch.Tensor:
@@ -43,7 +42,7 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
     def forward(self, x: torch.Tensor, relpos: FastManhattanRelPos,
                 norm: Optional[nn.LayerNorm] = None) -> torch.Tensor:
         """MaSA of ``norm(x)`` (of ``x`` if ``norm`` is None), channels-last (B, h, w, C)."""
-        if is_exporting():
+        if run_mode.is_exporting():
             return self._export_forward(x, relpos, norm)
         batch, height, width, channels = x.shape
         # q and k from one projection, so that one op rotates both; v apart,
@@ -117,7 +116,7 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         :meth:`_export_forward`.
         """
         batch, heads, length, _ = q.shape
-        if torch.is_grad_enabled() or torch.jit.is_tracing() or length > self.explicit_max_len:
+        if run_mode.keeps_autograd() or run_mode.traces_plain_ops() or length > self.explicit_max_len:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
         out = v.new_empty(v.shape)
         step = max(1, self.explicit_logits_bytes // (heads * length * length * q.element_size()))

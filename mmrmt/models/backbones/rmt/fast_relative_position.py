@@ -4,7 +4,7 @@ from typing import NamedTuple, Optional
 
 import torch
 
-from ...layers import is_exporting
+from ...layers import run_mode
 from .relative_position import ManhattanRelPos
 
 COMPLEX_DTYPES = {torch.float32: torch.complex64, torch.float64: torch.complex128}
@@ -26,7 +26,7 @@ def swap_pairs(x: torch.Tensor) -> torch.Tensor:
     runs the step -1 Slice that ``flip`` becomes about 9x slower than this
     small MatMul (8.6 % of the RMT-T backbone graph's time before).
     """
-    if is_exporting():
+    if run_mode.is_exporting():
         channels = x.shape[-1]
         permutation = torch.eye(channels, dtype=x.dtype, device=x.device)[[i ^ 1 for i in range(channels)]]
         return torch.matmul(x, permutation)
@@ -67,7 +67,7 @@ def rotate_qk(qk: torch.Tensor, tables: FastTables, heads_major: bool) -> torch.
     pairs = torch.view_as_complex(qk.unflatten(-1, (-1, 2)))
     if heads_major:
         pairs = pairs.permute(3, 0, 4, 1, 2, 5)
-    if torch.is_grad_enabled():
+    if run_mode.keeps_autograd():
         rotated = pairs.contiguous() * tables.rotation
     else:  # the layout change and the product in one pass
         rotated = torch.mul(pairs, tables.rotation, out=pairs.new_empty(pairs.shape))
@@ -99,7 +99,7 @@ class FastManhattanRelPos(ManhattanRelPos):
 
     def fast_tables(self, height: int, width: int, decomposed: bool, dtype: torch.dtype) -> FastTables:
         """The tables of a (height, width) grid in ``dtype``, cached; exported, real and uncached."""
-        if is_exporting():  # ops of the graph, from its (possibly symbolic) grid size
+        if run_mode.is_exporting():  # ops of the graph, from its (possibly symbolic) grid size
             return self._build_fast_tables(height, width, decomposed, dtype, complex_rotary=False)
         if self._cache_is_stale():
             self._cache.clear()
@@ -116,7 +116,7 @@ class FastManhattanRelPos(ManhattanRelPos):
         return tables
 
     def _cache_is_stale(self) -> bool:
-        if torch.compiler.is_compiling():  # buffers are symbolic while exported, and cannot change
+        if run_mode.is_compiling():  # dynamo (torch.compile) would break its graph on the comparison
             return False
         if self._cache_source is None:
             return True

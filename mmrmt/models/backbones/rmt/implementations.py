@@ -2,38 +2,30 @@
 
 ``'reference'``: the modules as the paper writes them, step by step (the
 oracle of the tests). ``'fast'``: their subclasses, the same function with
-the same parameters, faster (see docs/benchmark.md).
+the same parameters, faster (see docs/benchmark.md). An implementation is
+one row of :data:`IMPLEMENTATIONS`, a :class:`.block.Implementation`: every
+class that differs between the two, which :class:`.backbone.RMT` (the stem),
+its stages (relative position, blocks), their blocks (MaSA, FFN) and
+:class:`.masa_2d.ManhattanSelfAttention2d` (relative position, MaSA) build.
 """
-from typing import Dict, NamedTuple, Type
+from typing import Dict
 
 from torch import nn
 
 from .attention import ManhattanSelfAttention
-from .block import RMTStage
+from .block import Implementation, RMTBlock
 from .fast_attention import FastManhattanSelfAttention
-from .fast_block import FastRMTStage, ImageChunkedStem
+from .fast_block import FastRMTBlock, ImageChunkedStem
+from .fast_ffn import FastConvFFN
 from .fast_relative_position import FastManhattanRelPos
+from .ffn import ConvFFN
 from .relative_position import ManhattanRelPos
 
-
-class Implementation(NamedTuple):
-    """The classes of one implementation.
-
-    Args:
-        stem (type): Container of the stem's layers.
-        stage (type): A stage of blocks.
-        relpos (type): The relative position (rotary and decay tables).
-        attention (type): MaSA, channels-last.
-    """
-    stem: Type[nn.Sequential]
-    stage: Type[RMTStage]
-    relpos: Type[ManhattanRelPos]
-    attention: Type[ManhattanSelfAttention]
-
-
 IMPLEMENTATIONS: Dict[str, Implementation] = {
-    'fast': Implementation(ImageChunkedStem, FastRMTStage, FastManhattanRelPos, FastManhattanSelfAttention),
-    'reference': Implementation(nn.Sequential, RMTStage, ManhattanRelPos, ManhattanSelfAttention),
+    'fast': Implementation(stem=ImageChunkedStem, relpos=FastManhattanRelPos, block=FastRMTBlock,
+                           attention=FastManhattanSelfAttention, ffn=FastConvFFN),
+    'reference': Implementation(stem=nn.Sequential, relpos=ManhattanRelPos, block=RMTBlock,
+                                attention=ManhattanSelfAttention, ffn=ConvFFN),
 }
 
 
