@@ -10,5 +10,5 @@ from .tensor_mode import MIN_DYNAMIC_SIZE, TensorModeModel
 from .verify import compare_with_onnxruntime, demo_image, relative_difference, verification_inputs
 
 __all__ = ['EXPORTERS', 'MIN_DYNAMIC_SIZE', 'TensorModeModel', 'check_opset', 'compare_with_onnxruntime',
-           'demo_image', 'exact_roi_min_side', 'export_onnx', 'export_forms', 'onnxruntime_session', 'relative_difference',
-           'run_session', 'session_options', 'verification_inputs']
+           'demo_image', 'exact_roi_min_side', 'export_onnx', 'export_forms', 'onnxruntime_session',
+           'relative_difference', 'run_session', 'session_options', 'verification_inputs']

@@ -53,8 +53,8 @@ def test_tensor_mode_export_agrees_in_onnxruntime(config, inputs, outputs, tmp_p
 
 
 @pytest.mark.parametrize('opset', [11, 13])
-@pytest.mark.parametrize('config', [REPO / 'configs' / 'rmt' / 'retinanet_rmt-t_fpn_1x_coco.py', DET_CONFIG, SEG_CONFIG],
-                         ids=['retinanet-rmt-t', 'mask-rcnn', 'upernet'])
+@pytest.mark.parametrize('config', [REPO / 'configs' / 'rmt' / 'retinanet_rmt-t_fpn_1x_coco.py', DET_CONFIG,
+                                    SEG_CONFIG], ids=['retinanet-rmt-t', 'mask-rcnn', 'upernet'])
 def test_whole_models_export_at_mmdeploys_opsets(config, opset, tmp_path):
     """mmdeploy's default opset 11, and 13: graphs of that opset, verified in onnxruntime (fixed 64x96).
     Below opset 16 Mask R-CNN's RoI pooling is exact for RoIs of sides >= 4 px, which the tool says
