@@ -12,7 +12,13 @@
   without data-dependent shapes. On the other levels each RoI is pooled as
   an empty box, which RoiAlign samples nowhere (its adaptive sampling takes
   as many points as the box is large), so the graph pools each RoI about
-  once, as mmdet does, instead of four times at full cost.
+  once, as mmdet does, instead of four times at full cost. Below opset 16
+  ONNX's RoiAlign has no half-pixel mode (torchvision then writes
+  ``aligned=False`` sampling, with a warning): the RoIs are shifted by half
+  a feature pixel instead, the same sampling for every RoI at least one
+  feature pixel wide and high on its level (RoiAlign before opset 16
+  stretches thinner ones to one pixel; mmdet's level mapping puts any RoI
+  with a side under 4 input pixels on the stride-4 level).
 * Adaptive average pooling (UperNet's pyramid pooling): the TorchScript
   exporter exports ``AdaptiveAvgPool2d`` only for a fixed input size that
   its output size divides; :func:`adaptive_average_pool` averages each
@@ -26,6 +32,7 @@
   the graph (so a dynamic graph clips to its input's size).
 """
 from contextlib import contextmanager
+from functools import partial
 from typing import Iterator, Optional, Sequence
 
 import torch
@@ -33,9 +40,15 @@ from torch import nn
 from torch.nn.modules.utils import _pair
 
 
+#: The first opset whose RoiAlign samples as mmcv's ``aligned=True`` (half-pixel coordinates).
+HALF_PIXEL_ROI_ALIGN_OPSET = 16
+
+
 def pool_rois_on_their_levels(extractor: nn.Module, feats: Sequence[torch.Tensor], rois: torch.Tensor,
-                              roi_scale_factor: Optional[float] = None) -> torch.Tensor:
-    """What ``SingleRoIExtractor.forward`` returns, computed without data-dependent shapes."""
+                              roi_scale_factor: Optional[float] = None,
+                              opset: int = HALF_PIXEL_ROI_ALIGN_OPSET) -> torch.Tensor:
+    """What ``SingleRoIExtractor.forward`` returns, computed without data-dependent shapes, for a
+    graph of ``opset``."""
     from torchvision.ops import roi_align
     rois = rois.type_as(feats[0])
     num_levels = len(feats)
@@ -49,11 +62,27 @@ def pool_rois_on_their_levels(extractor: nn.Module, feats: Sequence[torch.Tensor
             raise ValueError(f'exporting RoI pooling with pool_mode={layer.pool_mode!r} is not '
                              "supported, only 'avg' (mmdet's default)")
         chosen = (levels == level).view(-1, 1)
-        features = roi_align(feats[level], torch.where(chosen, rois, empty_rois), layer.output_size,
-                             layer.spatial_scale, layer.sampling_ratio, layer.aligned)
+        level_rois, aligned = torch.where(chosen, rois, empty_rois), layer.aligned
+        if aligned and opset < HALF_PIXEL_ROI_ALIGN_OPSET:  # (x1, y1, x2, y2) - 1/2 feature pixel
+            level_rois = level_rois - level_rois.new_tensor([0] + [0.5 / layer.spatial_scale] * 4)
+            aligned = False
+        features = roi_align(feats[level], level_rois, layer.output_size, layer.spatial_scale,
+                             layer.sampling_ratio, aligned)
         chosen = chosen.view(-1, 1, 1, 1)
         pooled = features if pooled is None else torch.where(chosen, features, pooled)
     return pooled
+
+
+def exact_roi_min_side(model: nn.Module, opset: int) -> float:
+    """The shortest RoI side, in input pixels, that a graph of ``opset`` pools as ``model`` does: 0 when
+    every RoI is pooled exactly (from opset 16 on, or without ``aligned`` RoIAlign); below, one
+    feature pixel of the finest aligned level (see :func:`pool_rois_on_their_levels`)."""
+    from mmdet.models.roi_heads.roi_extractors import SingleRoIExtractor
+    if opset >= HALF_PIXEL_ROI_ALIGN_OPSET:
+        return 0.0
+    strides = [1 / layer.spatial_scale for module in model.modules() if isinstance(module, SingleRoIExtractor)
+               for layer in module.roi_layers if layer.aligned]
+    return min(strides) if strides else 0.0
 
 
 def average_bins(x: torch.Tensor, dim: int, bins: int) -> torch.Tensor:
@@ -87,17 +116,18 @@ def decode_deltas(coder, bboxes, pred_bboxes: torch.Tensor, max_shape=None,
 
 
 @contextmanager
-def export_forms(model: nn.Module) -> Iterator[nn.Module]:
+def export_forms(model: nn.Module, opset: int = HALF_PIXEL_ROI_ALIGN_OPSET) -> Iterator[nn.Module]:
     """Within the context, the model's RoI extractors, adaptive poolings and box coders take their
-    export forms."""
+    export forms, for a graph of ``opset``."""
     from mmdet.models.roi_heads.roi_extractors import SingleRoIExtractor
     from mmdet.models.task_modules.coders import DeltaXYWHBBoxCoder
-    forms = {SingleRoIExtractor: pool_rois_on_their_levels, nn.AdaptiveAvgPool2d: adaptive_average_pool}
+    forms = {SingleRoIExtractor: partial(pool_rois_on_their_levels, opset=opset),
+             nn.AdaptiveAvgPool2d: adaptive_average_pool}
     patched = []  # (object, name of the method replaced on it)
     for module in model.modules():
         for cls, form in forms.items():
             if isinstance(module, cls):
-                module.forward = form.__get__(module)
+                module.forward = partial(form, module)
                 patched.append((module, 'forward'))
         coder = getattr(module, 'bbox_coder', None)
         if isinstance(coder, DeltaXYWHBBoxCoder) and 'decode' not in vars(coder):

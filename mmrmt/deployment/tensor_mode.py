@@ -86,13 +86,14 @@ class TensorModeModel(nn.Module):
         from mmdet.models.roi_heads import CascadeRoIHead
         return not isinstance(getattr(self.model, 'roi_head', None), CascadeRoIHead) or self.kind == 'backbone'
 
-    def example_inputs(self, height: int, width: int, batch: int = 1,
-                       generator: Optional[torch.Generator] = None) -> Tuple[torch.Tensor, ...]:
-        """Random inputs: normal images and, for two-stage detectors, 40 proposals."""
+    def example_inputs(self, height: int, width: int, batch: int = 1, generator: Optional[torch.Generator] = None,
+                       min_proposal_side: float = 1.0) -> Tuple[torch.Tensor, ...]:
+        """Random inputs: normal images and, for two-stage detectors, 40 proposals (sides of at least
+        ``min_proposal_side`` pixels)."""
         image = torch.randn(batch if self.batch_is_dynamic else 1, 3, height, width, generator=generator)
         if self.kind != 'two_stage':
             return (image, )
-        return image, random_proposals(40, height, width, generator)
+        return image, random_proposals(40, height, width, generator, min_proposal_side)
 
     def forward(self, image: torch.Tensor, *proposals: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         return tuple(self.named_forward(image, *proposals)[0])
@@ -120,11 +121,13 @@ class TensorModeModel(nn.Module):
         return rpn_tensors + roi_tensors, rpn_names + roi_names
 
 
-def random_proposals(count: int, height: int, width: int,
-                     generator: Optional[torch.Generator] = None) -> torch.Tensor:
-    """``count`` (x1, y1, x2, y2) boxes inside a (height, width) image, of all sizes."""
+def random_proposals(count: int, height: int, width: int, generator: Optional[torch.Generator] = None,
+                     min_side: float = 1.0) -> torch.Tensor:
+    """``count`` (x1, y1, x2, y2) boxes inside a (height, width) image, of all sizes (each side at least
+    ``min_side`` pixels)."""
     corners = torch.rand(count, 2, 2, generator=generator) * torch.tensor([width, height])
-    return torch.cat((corners.min(1).values, corners.max(1).values + 1), 1)
+    start = corners.min(1).values
+    return torch.cat((start, torch.maximum(corners.max(1).values + 1, start + min_side)), 1)
 
 
 def dynamic_axes(model: TensorModeModel, image_size: bool = True) -> dict:

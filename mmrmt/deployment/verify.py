@@ -52,17 +52,20 @@ def preprocessor_statistics(model: torch.nn.Module) -> Tuple[List[float], List[f
 
 
 def verification_inputs(model: TensorModeModel, sizes: Sequence[Tuple[int, int]],
-                        batch: int = 1, seed: int = 0,
-                        picture_batch: int = 1) -> Dict[str, Tuple[torch.Tensor, ...]]:
+                        batch: int = 1, seed: int = 0, picture_batch: int = 1,
+                        min_proposal_side: float = 1.0) -> Dict[str, Tuple[torch.Tensor, ...]]:
     """A random batch and a demo picture (repeated ``picture_batch`` times) at each
-    (height, width), keyed by a description."""
+    (height, width), keyed by a description; two-stage models get 40 random proposals with
+    each, of sides at least ``min_proposal_side`` pixels."""
     generator = torch.Generator().manual_seed(seed)
     mean, std = preprocessor_statistics(model.model)
     inputs = {}
     for height, width in sizes:
-        inputs[f'random {height}x{width}'] = model.example_inputs(height, width, batch, generator)
+        random_inputs = model.example_inputs(height, width, batch, generator, min_proposal_side)
+        inputs[f'random {height}x{width}'] = random_inputs
         picture = demo_image(height, width, mean, std, seed).expand(picture_batch, -1, -1, -1).contiguous()
-        extra = (random_proposals(40, height, width, generator), ) if model.kind == 'two_stage' else ()
+        extra = (random_proposals(40, height, width, generator, min_proposal_side), ) \
+            if model.kind == 'two_stage' else ()
         inputs[f'demo picture {height}x{width}'] = (picture, *extra)
     return inputs
 

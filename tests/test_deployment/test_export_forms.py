@@ -7,9 +7,10 @@ from mmdet.models.roi_heads.roi_extractors import SingleRoIExtractor
 from torch import nn
 
 from mmrmt.deployment import export_forms, relative_difference
-from mmrmt.deployment.export_forms import adaptive_average_pool
+from mmrmt.deployment.export_forms import adaptive_average_pool, exact_roi_min_side
 from mmrmt.deployment.tensor_mode import random_proposals
 from mmrmt.models.backbones.rest import softmax_instance_norm
+from mmrmt.models.layers import plain_attention
 
 
 @pytest.mark.parametrize('output_size', [1, 2, 3, 6, (2, None)])
@@ -20,19 +21,46 @@ def test_adaptive_average_pool_matches_torch(output_size, shape):
     torch.testing.assert_close(adaptive_average_pool(pool, x), pool(x), rtol=0, atol=1e-12)
 
 
-def test_roi_pooling_export_form_matches_mmdet():
+@pytest.mark.parametrize('opset', [11, 16])
+def test_roi_pooling_export_form_matches_mmdet(opset):
+    """From opset 16 on for every RoI; below (shifted RoIs, no half-pixel RoiAlign) for RoIs of at least
+    one feature pixel on their level, what exact_roi_min_side says."""
     extractor = SingleRoIExtractor(dict(type='RoIAlign', output_size=7, sampling_ratio=0), out_channels=4,
                                    featmap_strides=[4, 8, 16, 32])
+    assert exact_roi_min_side(extractor, opset) == (4 if opset < 16 else 0)
     feats = tuple(torch.randn(1, 4, 512 // stride, 640 // stride) for stride in (4, 8, 16, 32))
-    boxes = random_proposals(60, 512, 640, torch.Generator().manual_seed(0))
+    boxes = random_proposals(60, 512, 640, torch.Generator().manual_seed(0), exact_roi_min_side(extractor, opset))
     rois = torch.cat((torch.zeros(len(boxes), 1), boxes), 1)
     assert set(extractor.map_roi_levels(rois, 4).tolist()) == {0, 1, 2, 3}
     expected = extractor(feats, rois)
-    with export_forms(extractor):
+    with export_forms(extractor, opset):
         exported = extractor(feats, rois)
     assert 'forward' not in vars(extractor), 'the export form outlived its context'
     torch.testing.assert_close(exported, expected, rtol=1e-5, atol=1e-6)
     assert isinstance(extractor.roi_layers[0], RoIAlign)
+
+
+def test_roi_pooling_below_opset_16_differs_for_rois_thinner_than_a_feature_pixel():
+    """What the tool's note and docs/deployment.md warn of: opset-10 RoiAlign stretches them."""
+    extractor = SingleRoIExtractor(dict(type='RoIAlign', output_size=7, sampling_ratio=0), out_channels=4,
+                                   featmap_strides=[4, 8, 16, 32])
+    feats = tuple(torch.randn(1, 4, 128 // stride, 128 // stride) for stride in (4, 8, 16, 32))
+    rois = torch.tensor([[0, 20.0, 30.0, 22.0, 70.0]])  # 2 px wide: half a stride-4 pixel
+    with export_forms(extractor, 11):
+        exported = extractor(feats, rois)
+    assert (exported - extractor(feats, rois)).abs().max() > 1e-2
+
+
+def test_plain_attention_equals_sdpa_with_broadcast_mask():
+    """RMT's export form attends over 5-D operands with a (1, n, L, L) log-decay mask."""
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 4, 10, 8, generator=generator, dtype=torch.float64) for _ in range(3))
+    mask = torch.randn(1, 4, 10, 10, generator=generator, dtype=torch.float64)
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        *(t.flatten(0, 1) for t in (q, k, v)), attn_mask=mask, scale=0.3).view(q.shape)
+    torch.testing.assert_close(plain_attention(q, k, v, mask, 0.3), expected, rtol=0, atol=1e-12)
+    torch.testing.assert_close(plain_attention(q, k, v),
+                               torch.nn.functional.scaled_dot_product_attention(q, k, v), rtol=0, atol=1e-12)
 
 
 def reference_softmax_instance_norm(scores: torch.Tensor) -> torch.Tensor:

@@ -52,6 +52,24 @@ def test_tensor_mode_export_agrees_in_onnxruntime(config, inputs, outputs, tmp_p
     assert not {node.op_type for node in graph.node} & {'NonMaxSuppression', 'TopK'}
 
 
+@pytest.mark.parametrize('opset', [11, 13])
+@pytest.mark.parametrize('config', [REPO / 'configs' / 'rmt' / 'retinanet_rmt-t_fpn_1x_coco.py', DET_CONFIG,
+                                    SEG_CONFIG], ids=['retinanet-rmt-t', 'mask-rcnn', 'upernet'])
+def test_whole_models_export_at_mmdeploys_opsets(config, opset, tmp_path):
+    """mmdeploy's default opset 11, and 13: graphs of that opset, verified in onnxruntime (fixed 64x96).
+    Below opset 16 Mask R-CNN's RoI pooling is exact for RoIs of sides >= 4 px, which the tool says
+    and verifies."""
+    out = tmp_path / 'model.onnx'
+    result = run_tool([TOOL, config, '--shape', 64, 96, '--opset', opset, '--out', out, '--verify'], timeout=900)
+    check_ok(result)
+    assert f'torchscript exporter, opset {opset}, fixed' in result.stdout
+    differences = [float(value) for value, _ in DIFFERENCE.findall(result.stdout)]
+    assert len(differences) == 2 and max(differences) < 1e-4, result.stdout
+    assert ('pools as torch RoIs of sides >= 4 px' in result.stdout) == (config == DET_CONFIG)
+    model = onnx.load(str(out), load_external_data=False)
+    assert [entry.version for entry in model.opset_import if entry.domain in ('', 'ai.onnx')] == [opset]
+
+
 def exit_line(args, capsys) -> str:
     """Run the tool's main() in this process; return the one line it exits with."""
     line = tool_exit_line(pytorch2onnx.main, args)
@@ -112,7 +130,8 @@ def test_existing_output_needs_force(tmp_path, capsys):
 
 @pytest.mark.parametrize('args,expected', [
     (['--exporter', 'dynamo', '--opset', '11'],
-     'error: the dynamo exporter writes opsets 18 to 20, got --opset 11'),
+     'error: the dynamo exporter writes opsets 18 to 20, got --opset 11; --exporter torchscript writes it'),
+    (['--opset', '10'], 'error: the torchscript exporter writes opsets 11 to 20, got --opset 10'),
     (['--dynamic', '--shape', 16, 64], 'error: --shape must be at least 64 (H W) with --dynamic, got 16 64'),
 ])
 def test_bad_export_settings(args, expected, tmp_path, capsys):

@@ -22,7 +22,7 @@ import torch
 from mmengine.config import Config
 
 from mmrmt.deployment import (EXPORTERS, MIN_DYNAMIC_SIZE, TensorModeModel, check_opset,
-                              compare_with_onnxruntime, export_onnx, verification_inputs)
+                              compare_with_onnxruntime, exact_roi_min_side, export_onnx, verification_inputs)
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
                          read_config, read_run_checkpoint, run_main)
 
@@ -43,7 +43,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                              'detectors: one image, any number of proposals)')
     parser.add_argument('--exporter', choices=sorted(EXPORTERS), default='torchscript',
                         help="'torchscript' (torch.onnx.export dynamo=False, as mmdeploy) or 'dynamo'")
-    parser.add_argument('--opset', type=int, help='ONNX opset (default: 17 torchscript, 18 dynamo)')
+    parser.add_argument('--opset', type=int, help='ONNX opset: 11 to 20 torchscript (default 17), 18 to 20 '
+                        'dynamo (default 18)')
     parser.add_argument('--out', required=True, help='the .onnx file to write')
     parser.add_argument('--verify', action='store_true',
                         help='run the file in onnxruntime on random and demo images and compare')
@@ -152,14 +153,21 @@ def main(argv: Optional[List[str]] = None) -> None:
                              f'drop --batch {args.batch}')
     batch = 2 if args.dynamic and model.batch_is_dynamic else (args.batch or 1)
     inputs = model.example_inputs(*args.shape, batch, torch.Generator().manual_seed(0))
-    export_onnx(model, inputs, args.out, args.exporter, args.opset, args.dynamic)
+    opset = check_opset(args.exporter, args.opset)
+    export_onnx(model, inputs, args.out, args.exporter, opset, args.dynamic)
     size = osp.getsize(args.out) / 2**20
-    print(f'wrote {args.out} ({size:.1f} MiB, {args.exporter} exporter, '
+    print(f'wrote {args.out} ({size:.1f} MiB, {args.exporter} exporter, opset {opset}, '
           f'{"dynamic" if args.dynamic else "fixed"} {model.kind} graph, inputs {model.input_names})')
+    exact_side = exact_roi_min_side(model.model, opset)
+    if exact_side:
+        print(f'note: ONNX RoiAlign before opset 16 stretches RoIs thinner than one feature pixel to one pixel: '
+              f'this graph pools as torch RoIs of sides >= {exact_side:g} px (--verify checks those); '
+              'export with --opset 16 or higher for every RoI')
     if args.verify:
         differences = compare_with_onnxruntime(
             model, args.out, verification_inputs(model, verification_sizes(args.shape, args.dynamic), batch,
-                                                 picture_batch=1 if args.dynamic else batch))
+                                                 picture_batch=1 if args.dynamic else batch,
+                                                 min_proposal_side=max(1.0, exact_side)))
         for description, difference in differences.items():
             print(f'onnxruntime vs torch, max |difference| / max |value|: {difference:.2e} ({description})')
         worst = max(differences.values())

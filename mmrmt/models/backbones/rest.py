@@ -18,7 +18,7 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import build_norm_layer, norm_then_project, run_mode
+from ..layers import build_norm_layer, norm_then_project, run_mode, scaled_dot_product_attention
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone
@@ -165,7 +165,7 @@ class EfficientMultiHeadAttention(nn.Module):
             x = self.sr_norm(self.sr(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1).reshape(batch, -1, channels))
         k, v = self.kv(x).view(batch, -1, 2, self.num_heads, q.shape[-1]).unbind(2)  # each (B, N', n, d)
         if self.num_heads == 1:
-            out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+            out = scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
             out = out.transpose(1, 2)
         elif run_mode.traces_plain_ops():  # plain ops: ONNX's, and countable
             scores = self.transform_conv((q.transpose(1, 2) @ k.permute(0, 2, 3, 1)) * self.scale)
@@ -347,7 +347,8 @@ class ResT(PyramidBackbone):
         x = x.contiguous(memory_format=conv_layout)
         outs = []
         for i in range(self.out_indices[-1] + 1):
-            parts = [self.stage_forward(i, part) for part in x.tensor_split(self._chunks(i, x) if chunked else 1)]
+            chunks = x.tensor_split(self._chunks(i, x)) if chunked else (x, )  # no Split node in a graph
+            parts = [self.stage_forward(i, part) for part in chunks]
             x = parts[0] if len(parts) == 1 else torch.cat(parts)  # (B, h, w, C)
             if i in self.out_indices:
                 outs.append(self.emit(i, x))

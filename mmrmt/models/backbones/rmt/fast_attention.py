@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...layers import norm_then_project, run_mode
+from ...layers import norm_then_project, plain_attention, run_mode
 from .attention import ManhattanSelfAttention
 from .fast_relative_position import FastManhattanRelPos, FastTables, apply_rotary_signed, rotate_qk
 
@@ -71,7 +71,9 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         q, k and v from their own projections (no split of a fused one, a
         copy in the graph), rotated channels-last (B, h, w, n, d), then each
         moved once into the layout of each pass: onnxruntime's MatMul takes
-        dense operands only, so each layout change is a Transpose node.
+        dense operands only, so each layout change is a Transpose node. The
+        attention is :func:`plain_attention` over 5-D operands (ONNX ops of
+        opset 11 on; SDPA would need 14 and be written as the same nodes).
         """
         batch, height, width, channels = x.shape
         q, k, v = norm_then_project(x, norm, [(self.q_proj.weight, self.q_proj.bias),
@@ -84,23 +86,15 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         q, k = (apply_rotary_signed(t.view(batch, height, width, self.num_heads, self.head_dims),
                                     signed_sin, cos) for t in (q, k))
         v = v.view(q.shape)
-        if self.decomposed:  # rows over (B h, n, w, d), then columns over (B w, n, h, d)
-            rows = self._export_attend(*(t.transpose(2, 3) for t in (q, k, v)), tables.mask_w)
-            out = self._export_attend(q.permute(0, 2, 3, 1, 4), k.permute(0, 2, 3, 1, 4),
-                                      rows.permute(0, 3, 2, 1, 4), tables.mask_h).permute(0, 3, 1, 2, 4)
+        if self.decomposed:  # rows over (B, h, n, w, d), then columns over (B, w, n, h, d)
+            rows = plain_attention(*(t.transpose(2, 3) for t in (q, k, v)), tables.mask_w, self.scale)
+            out = plain_attention(q.permute(0, 2, 3, 1, 4), k.permute(0, 2, 3, 1, 4), rows.permute(0, 3, 2, 1, 4),
+                                  tables.mask_h, self.scale).permute(0, 3, 1, 2, 4)
         else:  # all tokens over (B, n, hw, d)
             q, k, v = (t.reshape(batch, height * width, self.num_heads, self.head_dims).transpose(1, 2)
                        for t in (q, k, v))
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=tables.mask, scale=self.scale)
-            out = out.transpose(1, 2)
+            out = plain_attention(q, k, v, tables.mask, self.scale).transpose(1, 2)
         return self.out_proj(context + out.reshape(batch, height, width, channels))
-
-    def _export_attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                       mask: torch.Tensor) -> torch.Tensor:
-        """SDPA over (B, X, n, L, d) operands, as (B X, n, L, d): the dynamo exporter takes 4-D SDPA only."""
-        out = F.scaled_dot_product_attention(*(t.flatten(0, 1) for t in (q, k, v)), attn_mask=mask,
-                                             scale=self.scale)
-        return out.unflatten(0, q.shape[:2])
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 mask: torch.Tensor) -> torch.Tensor:
