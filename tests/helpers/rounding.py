@@ -1,0 +1,80 @@
+"""Error bounds derived from a floating-point format's unit roundoff and the size
+of the computation, for tests that compare two computations of the same function.
+
+Nothing here is fitted to a machine's result. The model is the standard one
+(Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., ch. 3):
+every rounding to a format with unit roundoff ``u`` (half its machine epsilon)
+errs by a relative ``|delta| <= u``, and a sum of ``n`` terms so rounded errs by
+at most ``gamma_n = n u / (1 - n u)`` of the sum of the terms' magnitudes. Which
+order a kernel sums in (a vector width, a blocked or pairwise sum, the threads
+it splits over) changes which of these errors occur, never their bound; hence
+the bounds hold under every kernel set (``ATEN_CPU_CAPABILITY``,
+``ONEDNN_MAX_CPU_ISA``) and thread count.
+"""
+import math
+
+import torch
+
+
+def unit_roundoff(dtype: torch.dtype) -> float:
+    """Largest relative error of rounding a real number to ``dtype``: 2**-24 for
+    float32, 2**-53 for float64, 2**-11 for float16, 2**-8 for bfloat16."""
+    return torch.finfo(dtype).eps / 2
+
+
+def gamma(terms: int, dtype: torch.dtype) -> float:
+    """``gamma_n``: the worst relative error of a sum (or inner product) of
+    ``terms`` terms in ``dtype``, relative to the sum of their magnitudes."""
+    nu = terms * unit_roundoff(dtype)
+    assert nu < 1, f'{terms} terms exceed what {dtype} can bound'
+    return nu / (1 - nu)
+
+
+def two_implementations(dtype: torch.dtype, terms: int, depth: int = 1) -> dict:
+    """``rtol`` and ``atol`` for ``torch.testing.assert_close`` of two ``dtype``
+    computations of one function on values of magnitude about 1.
+
+    Each of ``depth`` successive steps (an inner product, a reduction, a
+    normalisation) sums at most ``terms`` terms, so errs by ``gamma(terms)`` of
+    the terms' summed magnitude; of unit-scale random-signed terms (what the
+    tests feed) that sum is ``sqrt(terms)`` times the result's magnitude. So
+    each computation errs by at most ``depth * gamma(terms) * sqrt(terms)`` of
+    the values' magnitude, and two of them differ by at most twice that. For
+    values of another magnitude scale ``atol`` with them (:func:`scaled`).
+    """
+    bound = 2 * depth * gamma(terms, dtype) * math.sqrt(terms)
+    return dict(rtol=bound, atol=bound)
+
+
+def scaled(tolerance: dict, magnitude: float) -> dict:
+    """``tolerance`` with ``atol`` multiplied by ``magnitude`` (the largest value compared)."""
+    return dict(rtol=tolerance['rtol'], atol=tolerance['atol'] * magnitude)
+
+
+#: How many times the low-precision error may exceed the float32 one (in their
+#: unit roundoffs) or the reduction floor: a constant of the probabilistic
+#: model (Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019), in which a sum of
+#: n independently rounded terms errs by more than LAMBDA * sqrt(n) * u of the
+#: terms' magnitude with probability below 2 exp(-LAMBDA**2 / 2) < 1e-13.
+LAMBDA = 8.
+
+
+def relative_error(ours: torch.Tensor, reference: torch.Tensor) -> float:
+    """Frobenius-norm error of ``ours`` relative to ``reference``, computed in float64."""
+    reference = reference.double()
+    return ((ours.double() - reference).norm() / reference.norm()).item()
+
+
+def low_precision_bound(dtype: torch.dtype, terms: int, float32_error: float) -> float:
+    """Relative error (against float64) allowed to a tensor computed in ``dtype``.
+
+    ``float32_error`` is the same tensor's float32 error against float64:
+    divided by float32's unit roundoff it is the factor ``kappa`` by which this
+    computation amplifies rounding (its conditioning and depth), so a
+    ``dtype`` computation errs by about ``kappa * u(dtype)``. Where kernels sum
+    in another order in ``dtype`` than in float32 (sequentially instead of
+    blocked), a reduction of ``terms`` terms adds up to ``sqrt(terms) * u``
+    (each term's rounding independent). The bound is LAMBDA times the larger.
+    """
+    kappa = float32_error / unit_roundoff(torch.float32)
+    return LAMBDA * unit_roundoff(dtype) * max(math.sqrt(terms), kappa)
