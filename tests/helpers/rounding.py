@@ -12,6 +12,7 @@ the bounds hold under every kernel set (``ATEN_CPU_CAPABILITY``,
 ``ONEDNN_MAX_CPU_ISA``) and thread count.
 """
 import math
+from typing import Sequence
 
 import torch
 
@@ -78,3 +79,15 @@ def low_precision_bound(dtype: torch.dtype, terms: int, float32_error: float) ->
     """
     kappa = float32_error / unit_roundoff(torch.float32)
     return LAMBDA * unit_roundoff(dtype) * max(math.sqrt(terms), kappa)
+
+
+def assert_within_low_precision(low: Sequence[torch.Tensor], full: Sequence[torch.Tensor],
+                                exact: Sequence[torch.Tensor], dtype: torch.dtype, terms: Sequence[int]) -> None:
+    """Each tensor of a ``dtype`` computation (``low``) within its
+    :func:`low_precision_bound` of the float64 one (``exact``), given the error
+    of the float32 one (``full``); ``terms[i]`` is how many terms tensor ``i`` sums."""
+    for index, (ours, float32, truth, count) in enumerate(zip(low, full, exact, terms, strict=True)):
+        assert torch.isfinite(ours).all(), f'tensor {index} is not finite'
+        error = relative_error(ours, truth)
+        bound = low_precision_bound(dtype, count, relative_error(float32, truth))
+        assert error <= bound, f'tensor {index}: {dtype} error {error:.2e} > bound {bound:.2e}'
