@@ -5,14 +5,16 @@ Nothing here is fitted to a machine's result. The model is the standard one
 (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., ch. 3):
 every rounding to a format with unit roundoff ``u`` (half its machine epsilon)
 errs by a relative ``|delta| <= u``, and a sum of ``n`` terms so rounded errs by
-at most ``gamma_n = n u / (1 - n u)`` of the sum of the terms' magnitudes. Which
+at most ``gamma_n = n u / (1 - n u)`` of the sum of the terms' magnitudes, and
+(the roundings independent) by at most ``LAMBDA sqrt(n) u`` but with a
+vanishing probability: the bounds here use the latter. Which
 order a kernel sums in (a vector width, a blocked or pairwise sum, the threads
 it splits over) changes which of these errors occur, never their bound; hence
 the bounds hold under every kernel set (``ATEN_CPU_CAPABILITY``,
 ``ONEDNN_MAX_CPU_ISA``) and thread count.
 """
 import math
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 
@@ -23,41 +25,38 @@ def unit_roundoff(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).eps / 2
 
 
-def gamma(terms: int, dtype: torch.dtype) -> float:
-    """``gamma_n``: the worst relative error of a sum (or inner product) of
-    ``terms`` terms in ``dtype``, relative to the sum of their magnitudes."""
-    nu = terms * unit_roundoff(dtype)
-    assert nu < 1, f'{terms} terms exceed what {dtype} can bound'
-    return nu / (1 - nu)
-
-
-def two_implementations(dtype: torch.dtype, terms: int, depth: int = 1) -> dict:
-    """``rtol`` and ``atol`` for ``torch.testing.assert_close`` of two ``dtype``
-    computations of one function on values of magnitude about 1.
-
-    Each of ``depth`` successive steps (an inner product, a reduction, a
-    normalisation) sums at most ``terms`` terms, so errs by ``gamma(terms)`` of
-    the terms' summed magnitude; of unit-scale random-signed terms (what the
-    tests feed) that sum is ``sqrt(terms)`` times the result's magnitude. So
-    each computation errs by at most ``depth * gamma(terms) * sqrt(terms)`` of
-    the values' magnitude, and two of them differ by at most twice that. For
-    values of another magnitude scale ``atol`` with them (:func:`scaled`).
-    """
-    bound = 2 * depth * gamma(terms, dtype) * math.sqrt(terms)
-    return dict(rtol=bound, atol=bound)
-
-
-def scaled(tolerance: dict, magnitude: float) -> dict:
-    """``tolerance`` with ``atol`` multiplied by ``magnitude`` (the largest value compared)."""
-    return dict(rtol=tolerance['rtol'], atol=tolerance['atol'] * magnitude)
-
-
 #: How many times the low-precision error may exceed the float32 one (in their
 #: unit roundoffs) or the reduction floor: a constant of the probabilistic
 #: model (Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019), in which a sum of
 #: n independently rounded terms errs by more than LAMBDA * sqrt(n) * u of the
 #: terms' magnitude with probability below 2 exp(-LAMBDA**2 / 2) < 1e-13.
 LAMBDA = 8.
+
+
+def two_implementations(dtype: torch.dtype, terms: int, depth: int = 1) -> float:
+    """Relative difference allowed between two ``dtype`` computations of one
+    function on unit-scale random inputs (what the tests feed), to be used as
+    both ``rtol`` and, times the values' magnitude, ``atol`` (:func:`assert_close`).
+
+    Each of ``depth`` successive steps (an inner product, a reduction, a
+    normalisation) sums at most ``terms`` terms, erring by at most
+    ``LAMBDA * sqrt(terms) * u`` of the terms' summed magnitude; of random-signed
+    terms that sum is ``sqrt(terms)`` times the result's magnitude. Independent
+    errors of the steps add to ``sqrt(depth)`` times one step's, and the two
+    computations differ by up to twice one's error.
+    """
+    return 2 * LAMBDA * math.sqrt(depth) * terms * unit_roundoff(dtype)
+
+
+def assert_close(actual: torch.Tensor, expected: torch.Tensor, tolerance: float, scale: Optional[float] = None,
+                 msg: Optional[str] = None) -> None:
+    """``|actual - expected| <= tolerance * (|expected| + scale)`` elementwise:
+    ``scale`` (by default the largest ``|expected|``) is the magnitude the
+    rounding errors are relative to, so near-zero elements are not held to a
+    relative error their rounding cannot give. Pass the largest of a set of
+    tensors (all gradients) where one tensor's own values are all near zero."""
+    scale = expected.abs().max().item() if scale is None else scale
+    torch.testing.assert_close(actual, expected, rtol=tolerance, atol=tolerance * scale, msg=msg)
 
 
 def relative_error(ours: torch.Tensor, reference: torch.Tensor) -> float:
