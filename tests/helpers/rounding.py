@@ -33,19 +33,24 @@ def unit_roundoff(dtype: torch.dtype) -> float:
 LAMBDA = 8.
 
 
-def two_implementations(dtype: torch.dtype, terms: int, depth: int = 1) -> float:
-    """Relative difference allowed between two ``dtype`` computations of one
-    function on unit-scale random inputs (what the tests feed), to be used as
-    both ``rtol`` and, times the values' magnitude, ``atol`` (:func:`assert_close`).
+def one_computation(dtype: torch.dtype, terms: int, depth: int = 1) -> float:
+    """Relative error allowed to a ``dtype`` computation against the exact result,
+    on unit-scale random inputs (what the tests feed), to be used as both
+    ``rtol`` and, times the values' magnitude, ``atol`` (:func:`assert_close`).
 
     Each of ``depth`` successive steps (an inner product, a reduction, a
     normalisation) sums at most ``terms`` terms, erring by at most
     ``LAMBDA * sqrt(terms) * u`` of the terms' summed magnitude; of random-signed
     terms that sum is ``sqrt(terms)`` times the result's magnitude. Independent
-    errors of the steps add to ``sqrt(depth)`` times one step's, and the two
-    computations differ by up to twice one's error.
+    errors of the steps add to ``sqrt(depth)`` times one step's.
     """
-    return 2 * LAMBDA * math.sqrt(depth) * terms * unit_roundoff(dtype)
+    return LAMBDA * math.sqrt(depth) * terms * unit_roundoff(dtype)
+
+
+def two_implementations(dtype: torch.dtype, terms: int, depth: int = 1) -> float:
+    """Relative difference allowed between two ``dtype`` computations of one
+    function: each within :func:`one_computation` of the exact result."""
+    return 2 * one_computation(dtype, terms, depth)
 
 
 def assert_close(actual: torch.Tensor, expected: torch.Tensor, tolerance: float, scale: Optional[float] = None,
