@@ -88,7 +88,8 @@ def test_bf16_autocast_runs_like_autocast_and_returns_parameter_dtypes():
         ref = [layer(norm(x)) for layer in projections]
     assert [out.dtype for out in low] == [out.dtype for out in ref] == [torch.bfloat16] * 2
     assert all(grad.dtype == torch.float32 for grad in low_grads)
-    (full, full_grads), (exact, exact_grads) = (outputs_and_grads(dtype, False) for dtype in (torch.float32, torch.float64))
+    full, full_grads = outputs_and_grads(torch.float32, False)
+    exact, exact_grads = outputs_and_grads(torch.float64, False)
     positions = x.numel() // x.shape[-1]  # a weight's or bias's gradient sums over them
     terms = [1, 1, 1] + [positions] * (len(exact_grads) - 1)
     assert_within_low_precision([*low, *low_grads], [*full, *full_grads], [*exact, *exact_grads], torch.bfloat16,
