@@ -2,11 +2,12 @@
 #   make setup  build or reuse $(VENV) (torch, mmcv with ops, mmdet, mmseg, timm, mmrmt)
 #   make test   run the test suite (what CI runs)
 #   make test-fast  the unit tests alone (`-m "not slow"`, see tests/conftest.py), for development
+#   make test-numerics  the numerics tests under each CPU kernel set and thread count (tests/numerics_kernel_sets.sh)
 #   make demo   the main job (see README)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup test test-fast demo
+.PHONY: setup test test-fast test-numerics demo
 
 setup:
 	VENV='$(VENV)' bash tools/misc/setup_env.sh
@@ -16,6 +17,9 @@ test: setup
 
 test-fast: setup
 	$(PY) -m pytest tests -q -m "not slow"
+
+test-numerics: setup
+	bash tests/numerics_kernel_sets.sh $(PY)
 
 demo: setup
 	$(PY) tools/misc/demo.py

@@ -13,12 +13,25 @@ sys.path.insert(0, str(TESTS))  # for the shared helpers package, tests/helpers
 #: the wheel is built. A slow test elsewhere carries ``@pytest.mark.slow``.
 SLOW_PATHS = ('tools', 'configs', 'test_deployment', 'test_packaging.py')
 
+#: The numerics tests: they compare floating-point results of two computations
+#: (a fast and a reference form, a low precision and float64, our code and the
+#: authors') within bounds derived from the format's unit roundoff and the size
+#: of the computation (tests/helpers/rounding.py). ``make test-numerics`` runs
+#: them under every CPU kernel set and thread count (tests/numerics_kernel_sets.sh).
+NUMERICS_FILES = tuple(f'test_models/test_backbones/test_{name}.py' for name in (
+    'autocast_precision', 'rmt_attention', 'rmt_ffn', 'rmt_masa_2d', 'rest_fast', 'resmlp', 'upstream_golden')) + (
+    'test_models/test_layers/test_norm_projection.py', 'test_deployment/test_export_forms.py',
+    'test_cuda/test_cuda_backbones.py')
+
 
 def pytest_collection_modifyitems(items) -> None:
-    """Mark the tests under :data:`SLOW_PATHS` as ``slow``."""
+    """Mark the tests under :data:`SLOW_PATHS` as ``slow``, those of :data:`NUMERICS_FILES` as ``numerics``."""
     for item in items:
-        if Path(item.fspath).relative_to(TESTS).parts[0] in SLOW_PATHS:
+        path = Path(item.fspath).relative_to(TESTS)
+        if path.parts[0] in SLOW_PATHS:
             item.add_marker(pytest.mark.slow)
+        if path.as_posix() in NUMERICS_FILES:
+            item.add_marker(pytest.mark.numerics)
 
 
 @pytest.fixture(scope='session')

@@ -5,6 +5,8 @@ import torch
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
+from .rounding import assert_close, two_implementations
+
 
 def assert_with_cp_matches_plain(build: Callable[..., nn.Module], image: torch.Tensor) -> None:
     """``build(with_cp=True)`` gives the outputs and gradients of ``build(with_cp=False)``.
@@ -23,11 +25,17 @@ def assert_with_cp_matches_plain(build: Callable[..., nn.Module], image: torch.T
         sum((o * torch.linspace(0, 1, o.numel()).view_as(o)).sum() for o in outputs).backward()
         results.append((outputs, {n: p.grad.clone() for n, p in model.named_parameters()}))
     (out_a, grad_a), (out_b, grad_b) = results
+    # The checkpointed forward recomputes the same kernels on the same tensors: equal but for
+    # the order a multi-threaded reduction sums in, worst over the largest reduction (every
+    # position of the first map, for a stem parameter's gradient) and the network's depth.
+    terms, depth = image.numel() // image.shape[1], sum(1 for m in plain.modules() if not list(m.children()))
+    tolerance = two_implementations(torch.float32, terms, depth)
     for a, b in zip(out_a, out_b):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+        assert_close(a, b, tolerance)
     assert grad_a.keys() == grad_b.keys()
-    for name in grad_a:
-        torch.testing.assert_close(grad_a[name], grad_b[name], rtol=1e-5, atol=1e-6, msg=name)
+    largest = max(grad.abs().max().item() for grad in grad_a.values())
+    for name in grad_a:  # relative to the largest gradient: a bias before a BatchNorm has none
+        assert_close(grad_a[name], grad_b[name], tolerance, largest, msg=name)
 
 
 def batch_norms(module: nn.Module) -> List[_BatchNorm]:

@@ -11,6 +11,8 @@ from mmrmt.models import ResT
 from mmrmt.models.backbones import rest_attention
 from mmrmt.models.backbones.rest_attention import mixed_head_attention
 from mmrmt.models.layers import run_mode
+
+from helpers.rounding import assert_close, one_computation, two_implementations
 from helpers.backbones import REST_TINY as TINY
 from helpers.rest_reference import ReferenceResT
 
@@ -49,12 +51,15 @@ def test_attention_core_equals_the_plain_ops_in_float64_chunked_or_not(monkeypat
     scale = shape[-1] ** -0.5
     out, grads = values_and_grads(mixed_head_attention, inputs, scale)
     expected, expected_grads = values_and_grads(plain_mixed_head_attention, inputs, scale)
-    torch.testing.assert_close(out, expected, rtol=0, atol=1e-12)
+    # q k^T (dims terms), the head mixing (heads), the softmax and (.) v (keys), the
+    # instance norm: 4 steps; a gradient of q, k or v sums over the queries too
+    assert_close(out, expected, two_implementations(torch.float64, max(shape[2:]), 4))
     for grad, expected_grad in zip(grads[:4], expected_grads[:4]):
-        torch.testing.assert_close(grad, expected_grad, rtol=0, atol=1e-10 * expected_grad.abs().max().item())
+        assert_close(grad, expected_grad, two_implementations(torch.float64, max(shape[1:]), 8))
     # The bias shifts whole softmax rows: no effect, gradient exactly zero (autograd's is rounding).
     assert torch.equal(grads[4], torch.zeros_like(grads[4]))
-    assert expected_grads[4].abs().max() < 1e-10
+    rounding = one_computation(torch.float64, batch * shape[1] * keys, 8) * expected_grads[3].abs().max()
+    assert expected_grads[4].abs().max() < rounding
 
 
 def test_attention_core_keeps_float32_precision_where_the_plain_ops_lose_it():
@@ -71,7 +76,8 @@ def test_attention_core_keeps_float32_precision_where_the_plain_ops_lose_it():
                 for a, b in zip((out, *grads[:4]), (exact, *exact_grads[:4]))]
 
     ours, plain = relative_errors(mixed_head_attention), relative_errors(plain_mixed_head_attention)
-    assert max(ours) < 1e-4, ours
+    # float32's rounding of the attention core (4 steps, up to 400 terms, 8 for a gradient)
+    assert max(ours) < one_computation(torch.float32, 400, 8), ours
     assert all(a < b for a, b in zip(ours, plain)), (ours, plain)
 
 
@@ -128,6 +134,14 @@ def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     return ((actual.double() - expected.double()).abs().max() / expected.double().abs().max()).item()
 
 
+def backbone_tolerance(dtype: torch.dtype, model: torch.nn.Module, image: torch.Tensor) -> float:
+    """ResT's rounding in ``dtype`` on ``image``: the longest reduction is a stem
+    parameter's gradient over every position of the first map (stride 2), the
+    depth at most one step per layer."""
+    terms = image.shape[0] * (image.shape[2] // 2 + 1) * (image.shape[3] // 2 + 1)
+    return one_computation(dtype, terms, sum(1 for module in model.modules() if not list(module.children())))
+
+
 @pytest.mark.parametrize('train', [True, False])
 @pytest.mark.parametrize('shape', [(2, 3, 61, 45), (2, 3, 32, 96)])
 def test_backbone_equals_the_reference_in_float64(shape, train):
@@ -135,14 +149,15 @@ def test_backbone_equals_the_reference_in_float64(shape, train):
     image = torch.randn(shape, dtype=torch.float64)
     outputs, grads = outputs_and_grads(model, image, train)
     expected, expected_grads = outputs_and_grads(reference, image, train)
+    tolerance = 2 * backbone_tolerance(torch.float64, model, image)  # two float64 computations
     for out, exp in zip(outputs, expected):
         assert out.shape == exp.shape
-        assert relative_error(out, exp) < 1e-10
+        assert relative_error(out, exp) < tolerance
+    largest = max(grad.abs().max().item() for grad in expected_grads.values())
     for name, grad in grads.items():
-        expected_grad = expected_grads[name]
-        # Biases before a norm or a softmax get zero in exact arithmetic: rounding noise both.
-        tolerance = 1e-9 * expected_grad.abs().max().item() + 1e-12
-        torch.testing.assert_close(grad, expected_grad, rtol=0, atol=tolerance, msg=name)
+        # Biases before a norm or a softmax get zero in exact arithmetic: rounding noise both,
+        # relative to the largest gradient.
+        assert_close(grad, expected_grads[name], tolerance, largest, msg=name)
         if name.endswith('transform_conv.bias'):
             assert torch.equal(grad, torch.zeros_like(grad)), name
 
@@ -153,10 +168,11 @@ def test_cpu_inference_path_equals_the_reference_in_float64(monkeypatch, shape):
     monkeypatch.setattr(run_mode, 'INFERENCE_CHUNK_BYTES', 1)  # one image a chunk in every stage
     model, reference = (m.double().eval() for m in build_pair())
     image = torch.randn(shape, dtype=torch.float64)
+    tolerance = 2 * backbone_tolerance(torch.float64, model, image)  # two float64 computations
     with torch.no_grad():
         for out, exp in zip(model(image), reference(image)):
             assert out.shape == exp.shape
-            assert relative_error(out, exp) < 1e-10
+            assert relative_error(out, exp) < tolerance
 
 
 @pytest.mark.slow  # float64 finite differences over the whole backbone
@@ -194,10 +210,11 @@ def test_backbone_in_float32_is_as_close_to_float64_as_float32_allows():
     image = torch.randn(2, 3, 64, 80)
     outputs, grads = outputs_and_grads(model, image, train=True)
     exact, exact_grads = outputs_and_grads(reference.double(), image.double(), train=True)
-    assert max(relative_error(out, exp) for out, exp in zip(outputs, exact)) < 1e-5
-    errors = {name: relative_error(grad, exact_grads[name]) for name, grad in grads.items()
-              if exact_grads[name].abs().max() > 1e-9}  # not the biases whose gradient is zero
-    assert max(errors.values()) < 1e-4, max(errors.items(), key=lambda item: item[1])
+    tolerance = backbone_tolerance(torch.float32, model, image)
+    assert max(relative_error(out, exp) for out, exp in zip(outputs, exact)) < tolerance
+    largest = max(grad.abs().max().item() for grad in exact_grads.values())
+    for name, grad in grads.items():  # relative to the largest: the biases whose gradient is zero
+        assert_close(grad, exact_grads[name].float(), tolerance, largest, msg=name)
 
 
 def test_backbone_trains_under_bfloat16_autocast():
@@ -227,4 +244,6 @@ def test_cpu_inference_in_chunks_gives_the_same_outputs(monkeypatch, chunks):
         chunked = model(image)
     # two images a chunk in stage 1, four in stage 2 (as evenly as can be), all five later
     assert calls == ([(0, 2), (0, 2), (0, 1), (1, 3), (1, 2), (2, 5), (3, 5)] if chunks == 'images' else [])
-    assert max(relative_error(b, a) for a, b in zip(whole, chunked)) < 1e-5  # float32 rounding
+    # float32 rounding of two computations (other chunks: other kernel blockings)
+    tolerance = 2 * backbone_tolerance(torch.float32, model, image)
+    assert max(relative_error(b, a) for a, b in zip(whole, chunked)) < tolerance

@@ -11,6 +11,7 @@ from torch import nn
 import mmrmt
 from mmrmt.models import RMT, ManhattanSelfAttention2d
 from mmrmt.models.backbones.rmt import masa_2d
+from helpers.rounding import assert_close, two_implementations
 from helpers.backbones import RMT_TINY
 
 
@@ -51,7 +52,9 @@ def test_any_height_and_width_and_both_implementations_agree(decomposed, height,
     with torch.no_grad():
         out = fast(x)
         assert out.shape == x.shape
-        torch.testing.assert_close(out, reference(x), atol=1e-5, rtol=1e-5)
+        # MaSA's 7 steps (tests/test_models/test_backbones/test_rmt_attention.py), reducing over
+        # the 32 channels or the tokens attended
+        assert_close(out, reference(x), two_implementations(torch.float32, max(32, height * width), 7))
 
 
 @pytest.mark.parametrize('impl', ['fast', 'reference'])
