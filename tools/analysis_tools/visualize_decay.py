@@ -36,7 +36,7 @@ import torch
 from torch import nn
 
 from mmrmt.apis import read_image as read_image_file
-from mmrmt.checkpoint import extract_state_dict, read_checkpoint
+from mmrmt.checkpoint import extract_state_dict, load_model_weights, read_checkpoint
 from mmrmt.models.backbones import RMT
 from mmrmt.models.backbones.rmt.attention_maps import AttentionMaps
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
@@ -98,12 +98,15 @@ def check_location(backbone: nn.Module, stage: int, block: int, query: Optional[
     return tuple(query)
 
 
-def load_weights(backbone: RMT, path: str) -> None:
-    """A whole model's checkpoint (``backbone.*``) or a backbone file, loaded strictly."""
-    keys = extract_state_dict(read_checkpoint(path), path)
-    prefix = 'backbone.' if any(key.startswith('backbone.') for key in keys) else ''
-    backbone.init_cfg = dict(type='Pretrained', checkpoint=path, prefix=prefix)
-    backbone.init_weights()
+def load_weights(model: nn.Module, path: str) -> None:
+    """A checkpoint of the config's whole model (``backbone.*`` keys), loaded strictly; or a file of
+    an RMT backbone alone (e.g. the authors' ImageNet one), loaded as its ``init_cfg`` would."""
+    checkpoint = read_checkpoint(path)
+    if any(key.startswith('backbone.') for key in extract_state_dict(checkpoint, path)):
+        load_model_weights(model, checkpoint, path)
+    else:
+        model.backbone.init_cfg = dict(type='Pretrained', checkpoint=path)
+        model.backbone.init_weights()
 
 
 def image_tensor(image: np.ndarray, preprocessor: nn.Module) -> torch.Tensor:
@@ -163,7 +166,7 @@ def main(argv: Optional[List[str]] = None) -> AttentionMaps:
     query = check_location(model.backbone, args.stage, args.block, args.query, grid)
     if args.weights:
         with file_errors_as_tool_errors():
-            load_weights(model.backbone, args.weights)
+            load_weights(model, args.weights)
     with torch.no_grad():
         maps = model.backbone.attention_maps(image_tensor(image, model.data_preprocessor), args.stage, args.block,
                                              query)
