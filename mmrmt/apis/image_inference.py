@@ -18,7 +18,6 @@ from typing import Dict, List, Optional, Sequence
 
 import cv2
 import numpy as np
-import torch
 from mmengine.config import Config
 from mmengine.infer import BaseInferencer
 from mmengine.structures import BaseDataElement

@@ -18,5 +18,6 @@ __all__ = [
     'first_few', 'fit_problems', 'shapes', 'starts_with_any', 'check_fit', 'load_model_weights', 'load_pretrained',
     'STATE_DICT_WRAPPERS',
     'StateDict', 'checkpoint_file_problem', 'extract_state_dict', 'one_line_reason', 'read_checkpoint',
-    'written_by_mmengine', 'make_resumed_config_inert', 'read_saved_config', 'resumed_config', 'CHECKPOINT_SAFE_GLOBALS', 'allow_mmengine_checkpoints'
+    'written_by_mmengine', 'make_resumed_config_inert', 'read_saved_config', 'resumed_config',
+    'CHECKPOINT_SAFE_GLOBALS', 'allow_mmengine_checkpoints'
 ]
