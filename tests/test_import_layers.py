@@ -1,8 +1,10 @@
 """The import direction of docs/design.md: every package imports only from the
 layers below it, and ``import mmrmt`` (what configs' custom_imports run)
-loads the model layer and neither mmengine's Runner nor the tools' layer."""
+loads the model layer and neither mmengine's Runner nor the tools' layer; and
+nothing a wheel ships (mmrmt/, tools/, demo/) reaches into tests/."""
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +12,8 @@ from typing import Dict, Iterator, List, Set
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / 'mmrmt'
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / 'mmrmt'
 #: Each package's layer, bottom up (docs/design.md); ``mmrmt/__init__.py`` is the face and may import any.
 LAYERS = dict(version=0, registry=0, config_bases=0, checkpoint=0, models=1, engine=2, datasets=2, utils=3, apis=4, deployment=4)
 TOOL_LAYER = ('mmrmt.utils', 'mmrmt.apis', 'mmrmt.deployment', 'mmrmt.datasets')
@@ -150,3 +153,44 @@ def test_mmrmt_configs_register_the_runner_and_hook_they_name(import_report):
 
 def test_the_scoped_tta_model_is_imported_on_its_first_lookup(import_report):
     assert import_report['tta'] == 'mmrmt.models.test_time_augs.instance_seg_tta'
+
+
+#: What a wheel ships and runs: the package, the tools and the demo (the wheel has no tests/).
+SHIPPED = ('mmrmt', 'tools', 'demo')
+#: Module names only the tests' own folders provide.
+TEST_MODULES = ('tests', 'helpers', 'tool_process', 'conftest')
+#: A path or module name through the tests' folder: 'tests', 'tests/helpers', '../tests', 'tests.helpers'.
+TESTS_PATH = re.compile(r'(^|[/\\.])tests([/\\.]|$)')
+
+
+def non_docstring_strings(tree: ast.AST) -> Iterator[str]:
+    """The string constants of ``tree`` that are not the docstring of a module, class or function."""
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node.value
+
+
+def references_to_tests(path: Path) -> List[str]:
+    """The imports of the tests' modules in ``path`` and its strings naming the tests' folder."""
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if alias.name.split('.')[0] in TEST_MODULES]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module.split('.')[0] in TEST_MODULES:
+            found.append(node.module)
+    return found + [text for text in non_docstring_strings(tree) if TESTS_PATH.search(text)]
+
+
+@pytest.mark.parametrize('path', sorted(path for folder in SHIPPED for path in (ROOT / folder).rglob('*.py')),
+                         ids=lambda path: str(path.relative_to(ROOT)))
+def test_shipped_code_neither_imports_nor_loads_the_tests(path):
+    """An installed wheel has no tests/: nothing it runs may import from there or load a file by its path."""
+    assert not references_to_tests(path), f'{path.relative_to(ROOT)} reaches into the tests: ' \
+                                          f'{references_to_tests(path)}'

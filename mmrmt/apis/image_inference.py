@@ -18,39 +18,17 @@ from typing import Dict, List, Optional, Sequence
 
 import cv2
 import numpy as np
-import torch
 from mmengine.config import Config
 from mmengine.infer import BaseInferencer
-from mmengine.registry import DATASETS
 from mmengine.structures import BaseDataElement
 from mmengine.utils import ProgressBar
 
-from mmrmt.checkpoint import extract_state_dict, fit_problems, shapes
-from mmrmt.utils import PreflightError, revert_sync_bn_when_single
+from mmrmt.checkpoint import load_model_weights
+from mmrmt.utils import PreflightError, config_dataset_meta, revert_sync_bn_when_single
 from .image_inputs import OutputFiles, write_atomically
 
 #: Palette names besides the libraries' dataset names: the config's (or checkpoint's) palette.
 CONFIG_PALETTE = 'none'
-
-
-def require_matching_weights(model: torch.nn.Module, checkpoint: dict) -> None:
-    """Fail unless ``checkpoint`` holds exactly the model's tensors, shapes included.
-
-    Raises:
-        PreflightError: Naming the first missing, unexpected or reshaped keys.
-    """
-    state_dict = extract_state_dict(checkpoint, 'the --weights checkpoint')
-    problems = fit_problems(shapes(model.state_dict()), shapes(state_dict))
-    if problems:
-        raise PreflightError(f'the --weights checkpoint does not fit the config\'s model: '
-                             f'{"; ".join(problems)}; give the checkpoint trained with this config')
-
-
-def test_set_metainfo(cfg: Config) -> dict:
-    """Class names and palette of the config's test set (the dataset is not loaded)."""
-    dataset_cfg = dict(cfg.test_dataloader.dataset, lazy_init=True)
-    metainfo = DATASETS.build(dataset_cfg).metainfo
-    return {key: list(metainfo[key]) for key in ('classes', 'palette') if metainfo.get(key)}
 
 
 class ConfigMetaMixin:
@@ -58,17 +36,23 @@ class ConfigMetaMixin:
 
     The inferencers load a checkpoint leniently (a checkpoint of another model
     only logs warnings) and, without class names in it, fall back to COCO's or
-    Cityscapes' names, which mislabel our models' predictions.
+    Cityscapes' names, which mislabel our models' predictions. Here the
+    weights load through :func:`~mmrmt.checkpoint.load_model_weights` first
+    (the inferencer's own load then copies the same tensors, with its reading
+    of the checkpoint's class names and palette).
     """
 
     def _load_weights_to_model(self, model, checkpoint, cfg) -> None:
         if checkpoint is not None:
-            require_matching_weights(model, checkpoint)
+            try:
+                load_model_weights(model, checkpoint, 'the --weights checkpoint')
+            except ValueError as error:
+                raise PreflightError(str(error)) from error
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', message='(weights is None|dataset_meta or class names)')
             super()._load_weights_to_model(model, checkpoint, cfg)
         if checkpoint is None or 'dataset_meta' not in checkpoint.get('meta', {}):
-            model.dataset_meta.update(test_set_metainfo(cfg))
+            model.dataset_meta.update(config_dataset_meta(cfg))
 
 
 def inferencer_class(scope: Optional[str]) -> type:

@@ -1,19 +1,23 @@
 """Checkpoint files: read safely (weights only), check that they fit a model,
-load strictly, and convert the upstream layouts (:mod:`.converters`).
+load strictly (:func:`load_model_weights`, the one way a tool loads weights
+into a model it built; :func:`load_pretrained` for a backbone's
+``init_cfg``), and convert the upstream layouts (:mod:`.converters`).
 
 Nothing here imports :mod:`mmrmt.models`: this package knows files and state
 dicts, not networks; a backbone passes what it knows (its classifier
 prefixes, its converter) to :func:`load_pretrained`.
 """
 from .fit import first_few, fit_problems, shapes, starts_with_any
-from .loading import load_pretrained
+from .loading import check_fit, load_model_weights, load_pretrained
 from .reading import (STATE_DICT_WRAPPERS, StateDict, checkpoint_file_problem, extract_state_dict,
                       one_line_reason, read_checkpoint, written_by_mmengine)
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
 from .weights_only import CHECKPOINT_SAFE_GLOBALS, allow_mmengine_checkpoints
 
 __all__ = [
-    'first_few', 'fit_problems', 'shapes', 'starts_with_any', 'load_pretrained', 'STATE_DICT_WRAPPERS',
+    'first_few', 'fit_problems', 'shapes', 'starts_with_any', 'check_fit', 'load_model_weights', 'load_pretrained',
+    'STATE_DICT_WRAPPERS',
     'StateDict', 'checkpoint_file_problem', 'extract_state_dict', 'one_line_reason', 'read_checkpoint',
-    'written_by_mmengine', 'make_resumed_config_inert', 'read_saved_config', 'resumed_config', 'CHECKPOINT_SAFE_GLOBALS', 'allow_mmengine_checkpoints'
+    'written_by_mmengine', 'make_resumed_config_inert', 'read_saved_config', 'resumed_config',
+    'CHECKPOINT_SAFE_GLOBALS', 'allow_mmengine_checkpoints'
 ]

@@ -1,9 +1,14 @@
-"""Load a checkpoint into a backbone, strictly, as ``init_cfg=dict(type='Pretrained')`` does.
+"""Load checkpoints strictly: a whole model's weights, or a backbone's pretrained file.
 
-Everything that does not fit is an error naming the offending keys; the only
-tolerated differences are the ones a backbone declares: classifier keys the
-file has and the backbone drops, and new keys (output norms, pyramid layers)
-the backbone has and the file cannot.
+:func:`load_model_weights` is how every tool loads a checkpoint into the
+model it built (a config's detector or segmentor, or a backbone): every
+weight of the model from the file, nothing else, same shapes.
+:func:`load_pretrained` is what ``init_cfg=dict(type='Pretrained')`` runs
+for a backbone; the only differences it tolerates are the ones the backbone
+declares: classifier keys the file has and the backbone drops, and new keys
+(output norms, pyramid layers) the backbone has and the file cannot.
+Everything that does not fit is one line of error naming the offending keys,
+and the model is left untouched.
 """
 from typing import Callable, Optional, Sequence
 
@@ -12,6 +17,51 @@ from torch import nn
 
 from .fit import fit_problems, shapes, starts_with_any
 from .reading import StateDict, extract_state_dict, read_checkpoint
+
+
+def check_fit(model: nn.Module, state_dict: StateDict, source: str, may_be_missing: Sequence[str] = (),
+              advice: str = 'Is it a checkpoint of another model?') -> None:
+    """Fail unless ``state_dict`` loads into ``model`` strictly (but for keys under ``may_be_missing``).
+
+    Raises:
+        ValueError: ``'<source> does not fit <Model>: <problems>. <advice>'``, the
+            problems as :func:`~mmrmt.checkpoint.fit.fit_problems` names them.
+    """
+    problems = fit_problems(shapes(model.state_dict()), shapes(state_dict), may_be_missing=may_be_missing)
+    if problems:
+        raise ValueError(f'{source} does not fit {type(model).__name__}: {"; ".join(problems)}. {advice}')
+
+
+def load_model_weights(model: nn.Module, checkpoint: object, source: Optional[str] = None) -> object:
+    """Load every weight of ``model`` from ``checkpoint``, strictly, reading files weights-only.
+
+    The weights are unwrapped as :func:`extract_state_dict` does (an mmengine
+    checkpoint's ``state_dict``, ``model``, ``module.`` of DDP).
+
+    Args:
+        model (nn.Module): The built model (e.g. a config's detector).
+        checkpoint (str | dict): A path or URL, read with :func:`read_checkpoint`;
+            or what that returned (e.g. to an inferencer).
+        source (str, optional): The file as messages name it; defaults to
+            the path, or ``'checkpoint'``.
+
+    Returns:
+        The checkpoint as read (its ``meta`` for class names).
+
+    Raises:
+        FileNotFoundError, ValueError: The file is missing or unreadable
+            (see :func:`read_checkpoint`), holds no weights, or its weights do
+            not fit the model: one line naming the tensors of other shapes and
+            the first unexpected and missing keys. The model is left untouched.
+    """
+    if isinstance(checkpoint, str):
+        source = source or checkpoint
+        checkpoint = read_checkpoint(checkpoint)
+    source = source or 'checkpoint'
+    state_dict = extract_state_dict(checkpoint, source)
+    check_fit(model, state_dict, source)
+    model.load_state_dict(state_dict)
+    return checkpoint
 
 
 def load_pretrained(model: nn.Module,
@@ -48,12 +98,9 @@ def load_pretrained(model: nn.Module,
     dropped = sorted(key for key in state_dict if starts_with_any(key, dropped_prefixes))
     state_dict = {key: value for key, value in state_dict.items() if key not in set(dropped)}
 
-    own = model.state_dict()
-    missing = sorted(key for key in own if key not in state_dict)
-    problems = fit_problems(shapes(own), shapes(state_dict), may_be_missing=new_prefixes)
-    if problems:
-        raise ValueError(f'{filename} does not fit {type(model).__name__}: {"; ".join(problems)}. '
-                         'Is it a checkpoint of another variant (check `arch`) or of another model?')
+    missing = sorted(key for key in model.state_dict() if key not in state_dict)
+    check_fit(model, state_dict, filename, new_prefixes,
+              'Is it a checkpoint of another variant (check `arch`) or of another model?')
 
     if before_load is not None:
         before_load()

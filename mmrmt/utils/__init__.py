@@ -1,11 +1,12 @@
 """The tools' layer: what the scripts of tools/ and demo/ share (config reading,
-``--cfg-options``, preflight checks, run checkpoints, converters' flow, atomic
-writes, the one way a tool ends with an error). ``import mmrmt`` does not
+``--cfg-options``, preflight checks, run checkpoints, a test set's class names,
+converters' flow, atomic writes, the one way a tool ends with an error). ``import mmrmt`` does not
 import it; the model layer never does."""
 from .atomic_file import replaced_atomically
 from .cfg_options import add_cfg_options, apply_cfg_options
 from .config_file import read_config
 from .conversion import backbone_converter_main, converter_arguments, write_checked
+from .dataset_meta import config_dataset_meta
 from .model_from_config import build_cpu_model
 from .onnx_file import check_graph_file
 from .preflight import (PreflightError, check_dataloader_paths, check_evaluator_files,
@@ -19,7 +20,8 @@ from .tool_main import run_main
 
 __all__ = [
     'replaced_atomically', 'add_cfg_options', 'apply_cfg_options', 'read_config', 'converter_arguments',
-    'file_errors_as_tool_errors', 'backbone_converter_main', 'write_checked', 'build_cpu_model', 'check_graph_file',
+    'file_errors_as_tool_errors', 'backbone_converter_main', 'write_checked', 'config_dataset_meta', 'build_cpu_model',
+    'check_graph_file',
     'PreflightError', 'check_dataloader_paths', 'check_evaluator_files', 'check_new_file',
     'check_writable', 'check_pretrained_checkpoints', 'check_run_checkpoint', 'config_model_shapes',
     'latest_checkpoint', 'read_run_checkpoint', 'add_resume_rng_hook', 'build_runner',

@@ -11,8 +11,9 @@ state dict loads into both; it emits, like
 ``ResT(arch)`` with the default ``out_indices``, every stage's output after
 its output norm, as (B, C, h, w).
 
-``tools/analysis_tools/benchmark.py --backbone rest-lite --impl fast reference``
-times the backbone against this module.
+It is the tests' oracle only: the benchmark times the backbone against the
+authors' code (``tools/analysis_tools/benchmark.py --upstream-repo``), which
+computes the same steps.
 """
 from typing import List, Tuple
 

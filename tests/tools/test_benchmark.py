@@ -1,9 +1,12 @@
 """tools/analysis_tools/benchmark.py compares attention implementations in one run."""
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 from helpers.tool_modules import exit_line, import_tool
-from tool_process import DET_CONFIG, check_ok, run_tool
+from tool_process import DET_CONFIG, REPO, check_ok, run_tool, tool_env
 
 TOOL = 'analysis_tools/benchmark.py'
 benchmark = import_tool('tools/analysis_tools/benchmark.py')
@@ -49,6 +52,14 @@ def test_whole_model_of_a_config_trains_and_predicts():
     (['--backbone', 'rmt-t', '--mode', 'infer', '--onnx', 'missing.onnx'], '--onnx file not found: missing.onnx'),
     (['--backbone', 'rmt-t', '--upstream-repo', '.'], '--upstream-repo compares ResT backbones: give --backbone '
                                                       'rest-ARCH (e.g. rest-lite), no config, no --onnx.'),
+    (['--backbone', 'swin'], "--backbone must be TYPE-ARCH with TYPE in ['resmlp', 'rest', 'rmt'], e.g. rmt-t; "
+                             "got 'swin'."),
+    (['--backbone', 'rest-lite', '--impl', 'fast', 'reference'],
+     "--impl reference: ResT has one implementation, give --impl fast or no --impl (--impl compares the forms "
+     "of RMT); compare ResT with the authors' code through --upstream-repo CLONE."),
+    (['--backbone', 'resmlp-12', '--impl', 'reference'],
+     '--impl reference: ResMLP has one implementation, give --impl fast or no --impl (--impl compares the '
+     'forms of RMT).'),
 ])
 def test_refused_arguments_are_one_line_before_any_worker(args, message, capsys):
     assert exit_line(benchmark.main, args) == f'error: {message}'
@@ -64,5 +75,23 @@ def test_bad_arguments_are_clear_errors():
                         '--mode', 'infer', '--repeats', '1'])
     assert unknown.returncode != 0
     assert "RMT: impl must be one of ('fast', 'reference')" in unknown.stderr
-    bad_name = run_tool([TOOL, '--backbone', 'swin', '--mode', 'infer', '--repeats', '1'])
-    assert bad_name.returncode != 0 and '--backbone must be TYPE-ARCH' in bad_name.stderr
+
+
+#: Put first on a process's path (and its workers', which inherit the environment):
+#: MMDetection cannot be imported, as in a segmentation-only install.
+WITHOUT_MMDET = """import sys
+sys.modules['mmdet'] = None
+"""
+
+
+def test_backbones_build_with_only_mmsegmentation_installed(tmp_path):
+    (tmp_path / 'sitecustomize.py').write_text(WITHOUT_MMDET)
+    env = tool_env()
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, (str(tmp_path), env.get('PYTHONPATH'))))
+    blocked = subprocess.run([sys.executable, '-c', 'import mmdet'], env=env, capture_output=True, text=True)
+    assert blocked.returncode != 0 and 'ModuleNotFoundError' in blocked.stderr
+    result = subprocess.run([sys.executable, str(REPO / 'tools' / TOOL), '--backbone', 'rest-lite', '--impl',
+                             'fast', '--batch', '1', '--shape', '32', '32', '--mode', 'infer', '--repeats', '1',
+                             '--warmup', '0'], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    check_ok(result)
+    assert set(rows(result.stdout)) == {('fast', 'infer')}

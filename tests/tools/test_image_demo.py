@@ -112,7 +112,7 @@ def test_weights_of_another_model_are_refused(det_work_dir, demo_root, tmp_path)
                        '--out-dir', tmp_path / 'out', '--device', 'cpu'])
     assert result.returncode != 0
     error = result.stderr.strip().splitlines()[-1]
-    assert error.startswith("error: the --weights checkpoint does not fit the config's model: ")
+    assert error.startswith('error: the --weights checkpoint does not fit EncoderDecoder: ')
     assert 'missing keys (auxiliary_head.' in error and 'unexpected keys (' in error
     assert not (tmp_path / 'out').exists()
 

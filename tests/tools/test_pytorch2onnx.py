@@ -108,8 +108,9 @@ def test_weights_of_another_model(tmp_path, capsys):
     torch.save({'state_dict': {'conv1.weight': torch.zeros(64, 3, 7, 7)}}, tmp_path / 'resnet.pth')
     message = exit_line([DET_CONFIG, '--weights', tmp_path / 'resnet.pth', '--shape', 64, 64,
                          '--out', tmp_path / 'model.onnx'], capsys)
-    assert message.startswith(f'error: --weights {tmp_path / "resnet.pth"} does not load into this model: ')
-    assert 'missing keys' in message
+    assert message.startswith(f'error: --weights {tmp_path / "resnet.pth"} does not fit MaskRCNN: '
+                              '1 unexpected keys (conv1.weight); ')
+    assert ' missing keys (backbone.' in message and message.endswith('Is it a checkpoint of another model?')
     assert sorted(path.name for path in tmp_path.iterdir()) == ['resnet.pth']
 
 

@@ -9,6 +9,7 @@ from helpers.tool_modules import import_tool
 from helpers.upstream_layouts import random_upstream_state_dict
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, run_tool
 
+from mmrmt.models.backbones.rmt.attention_maps import AttentionMaps
 from mmrmt.utils import PreflightError
 
 visualize_decay = import_tool('tools/analysis_tools/visualize_decay.py')
@@ -27,7 +28,7 @@ def image(tmp_path_factory) -> str:
     return str(path)
 
 
-def run(config, image, out, *options) -> visualize_decay.DecayMaps:
+def run(config, image, out, *options) -> AttentionMaps:
     return visualize_decay.main([str(config), '--image', image, '--out', str(out), *map(str, options)])
 
 
@@ -43,42 +44,37 @@ def test_rmt_t_stage_picture_and_decay_values(image, tmp_path):
     gammas = 1 - 2 ** (-init_value - heads_range * torch.arange(heads, dtype=torch.float64) / heads)
     # 1 - 2**(-x), its log (the decay parameter), exp: three roundings in float32
     assert torch.allclose(maps.gammas.double(), gammas, rtol=one_computation(torch.float32, 1, 3))
-    assert maps.decay.shape == maps.attention.shape == (heads, 7, 9)
+    assert maps.decay.shape == maps.attention.shape[1:] == (heads, 7, 9)
     distance = manhattan(7, 9, (2, 5))
     for head in range(heads):
         power = two_implementations(torch.float32, 1)  # one power each
         assert torch.allclose(maps.decay[head], maps.gammas[head] ** distance, rtol=power, atol=0)
         assert maps.decay[head, 2, 5] == 1
     # the softmax's normalisation and this sum, each over the 7 x 9 map
-    assert torch.allclose(maps.attention.sum((1, 2)), torch.ones(heads), atol=two_implementations(torch.float32, 63))
+    assert torch.allclose(maps.attention.sum((2, 3)), torch.ones(1, heads), atol=two_implementations(torch.float32, 63))
     picture = cv2.imread(str(out))
     assert picture is not None and picture.shape[1] == heads * PANEL_WIDTH
     assert [p.name for p in tmp_path.iterdir()] == ['decay.png']
 
 
-@pytest.mark.parametrize('impl', ['fast', 'reference'])
 @pytest.mark.parametrize('stage', [1, 2], ids=['decomposed', 'full'])
-def test_attention_map_is_what_the_masa_applies(impl, stage, image):
-    """Weighting v by the map gives the MaSA's output at the query (before
-    the LCE and the output projection), as the module computes it."""
-    cfg = Config.fromfile(str(DET_CONFIG))
-    cfg.model.backbone.impl = impl
-    model = visualize_decay.build_cpu_model(cfg)
-    attention = model.backbone.layers[stage].blocks[0].retention
-    assert attention.decomposed == (stage == 1)
-    merged = []
-    attention.out_proj.register_forward_pre_hook(lambda module, args: merged.append(args[0]))
-    inputs = visualize_decay.image_tensor(visualize_decay.read_image(image, 640), model.data_preprocessor)
-    maps = visualize_decay.decay_maps(model.backbone, inputs, stage, 0, (3, 4))
-    x = visualize_decay.capture_attention_input(model.backbone, inputs, stage, 0)
+def test_the_picture_draws_the_backbone_s_own_maps(stage, image, tmp_path):
+    """What the tool returns and paints is ``RMT.attention_maps`` of the image, bit for bit."""
+    out, weights = tmp_path / 'tool.png', tmp_path / 'model.pth'
+    model = visualize_decay.build_cpu_model(Config.fromfile(str(DET_CONFIG)))
+    torch.save({'state_dict': model.state_dict(), 'meta': {}}, weights)
+    maps = run(DET_CONFIG, image, out, '--weights', weights, '--stage', stage, '--query', 3, 4)
+    picture = visualize_decay.read_image(image, 640)
     with torch.no_grad():
-        v = attention.v_proj(x)
-        applied = (merged[0] - attention.lepe(v))[0, 3, 4].view(attention.num_heads, -1)
-        v = v[0].view(*v.shape[1:3], attention.num_heads, -1)
-        weighted = torch.einsum('nyx,yxnd->nd', maps.attention, v)
-    # this sum and the MaSA's (7 steps) over the map's tokens (or the channels)
-    tolerance = two_implementations(torch.float32, max(maps.attention[0].numel(), v.shape[-1]), 7)
-    assert_close(weighted, applied, tolerance)
+        library = model.backbone.attention_maps(visualize_decay.image_tensor(picture, model.data_preprocessor),
+                                                stage, 0, (3, 4))
+    assert maps.query == library.query == (3, 4)
+    for drawn, own in zip(maps[:3], library[:3]):
+        assert torch.equal(drawn, own)
+    title = f'RMT stage {stage} ({library.decay.shape[1]}x{library.decay.shape[2]} tokens, ' \
+            f'{"decomposed" if stage == 1 else "full"} MaSA), block 0, query (3, 4)'
+    visualize_decay.paint(picture, library, title, str(tmp_path / 'library.png'))
+    assert np.array_equal(cv2.imread(str(out)), cv2.imread(str(tmp_path / 'library.png')))
 
 
 def test_fast_and_reference_give_the_same_maps(image, tmp_path):
@@ -91,7 +87,7 @@ def test_fast_and_reference_give_the_same_maps(image, tmp_path):
                                '--stage', stage, '--cfg-options', f'model.backbone.impl={impl}')
                            for impl in ('fast', 'reference'))
         # MaSA's 7 steps over the map's tokens (or the channels)
-        tolerance = two_implementations(torch.float32, max(fast.attention[0].numel(), 64), 7)
+        tolerance = two_implementations(torch.float32, max(fast.attention[0, 0].numel(), 64), 7)
         assert_close(fast.attention, reference.attention, tolerance)
         assert torch.equal(fast.decay, reference.decay)
 

@@ -10,9 +10,9 @@ and its input — on CPU the growth of the process's peak resident set
 CUDA ``torch.cuda.max_memory_allocated`` over the allocation after the
 build. Ratios compare each implementation with the reference one.
 
-ResT has one implementation; ``--impl fast reference`` compares it with
-the step-by-step reference of the tests (``tests/helpers/rest_reference.py``).
-With ``--upstream-repo PATH`` (a clone of the authors' wofmanaf/ResT) a
+``--impl`` compares RMT's implementations; ResT and ResMLP have one
+(``--impl fast`` or none). ResT is compared with the authors' step-by-step
+code instead: with ``--upstream-repo PATH`` (a clone of the authors' wofmanaf/ResT) a
 further worker runs their ResT (``tools/analysis_tools/upstream_rest.py``)
 with the same weights: the parent saves their freshly built model's state
 dict, which our backbone loads through its checkpoint loader.
@@ -51,6 +51,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+#: ``--backbone`` TYPE -> the registered backbone.
 BACKBONE_TYPES = {'rmt': 'RMT', 'rest': 'ResT', 'resmlp': 'ResMLP'}
 ONNX_IMPL = 'onnxruntime'
 UPSTREAM_IMPL = 'upstream'
@@ -62,7 +63,7 @@ UPSTREAM_REST = Path(__file__).resolve().parent / 'upstream_rest.py'
 
 
 def import_by_path(path: Path) -> ModuleType:
-    """The Python file at ``path`` as a module (a script beside this one, or the tests' reference ResT)."""
+    """The Python file at ``path`` (a script beside this one) as a module."""
     spec = importlib.util.spec_from_file_location(f'benchmark_{path.stem}', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -97,6 +98,41 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
+def parse_backbone(name: str) -> Tuple[str, str]:
+    """The registered type and the arch of ``--backbone TYPE-ARCH`` (e.g. 'rmt-t' -> ('RMT', 't')).
+
+    Raises:
+        ValueError: One line naming the known types.
+    """
+    backbone, _, arch = name.lower().partition('-')
+    if backbone not in BACKBONE_TYPES or not arch:
+        raise ValueError(f'--backbone must be TYPE-ARCH with TYPE in {sorted(BACKBONE_TYPES)}, '
+                         f'e.g. rmt-t; got {name!r}.')
+    return BACKBONE_TYPES[backbone], arch
+
+
+def check_backbone(name: str, impls: List[Optional[str]]) -> None:
+    """Fail unless ``name`` is a backbone and each of ``impls`` one of its implementations.
+
+    Only RMT has two (its ``impl`` argument checks the values); ResT is
+    compared with the authors' code through ``--upstream-repo`` instead.
+
+    Raises:
+        PreflightError: One line naming the problem.
+    """
+    from mmrmt.utils import PreflightError
+    try:
+        backbone, _ = parse_backbone(name)
+    except ValueError as error:
+        raise PreflightError(str(error)) from error
+    others = [impl for impl in impls if impl not in (None, 'fast')]
+    if backbone != 'RMT' and others:
+        compare = ("; compare ResT with the authors' code through --upstream-repo CLONE"
+                   if backbone == 'ResT' else '')
+        raise PreflightError(f'--impl {others[0]}: {backbone} has one implementation, give --impl fast or '
+                             f'no --impl (--impl compares the forms of RMT){compare}.')
+
+
 def check_args(args: argparse.Namespace) -> None:
     """Fail on argument combinations the benchmark cannot run, before any worker starts.
 
@@ -114,6 +150,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise PreflightError('CPU peak memory is read from /proc/self (Linux only).')
     if len(set(args.impl)) != len(args.impl):
         raise PreflightError(f'--impl lists an implementation twice: {args.impl}.')
+    if args.backbone is not None:
+        check_backbone(args.backbone, args.impl)
     if args.repeats < 1 or args.warmup < 0 or args.batch < 1:
         raise PreflightError('--repeats and --batch must be >= 1 and --warmup >= 0.')
     if args.onnx is not None:
@@ -171,29 +209,18 @@ def contenders(args: argparse.Namespace) -> List[Optional[str]]:
 def build_backbone(name: str, impl: Optional[str], weights: Optional[str] = None) -> torch.nn.Module:
     """The backbone TYPE-ARCH; ``weights``: an upstream-layout checkpoint it loads (random init otherwise).
 
-    ResT has one implementation: ``impl`` 'fast' is it, 'reference' the
-    step-by-step model of the tests.
+    Built through mmdet's or mmseg's registry, whichever is installed; ``impl``
+    is RMT's (ResT's and ResMLP's one implementation is 'fast' or None).
     """
     import mmrmt  # noqa: F401  (registers the backbones)
-    from mmdet.registry import MODELS
-    backbone, _, arch = name.lower().partition('-')
-    if backbone not in BACKBONE_TYPES or not arch:
-        raise ValueError(f'--backbone must be TYPE-ARCH with TYPE in {sorted(BACKBONE_TYPES)}, '
-                         f'e.g. rmt-t; got {name!r}.')
-    cfg = dict(type=BACKBONE_TYPES[backbone], arch=arch)
-    if backbone == 'rest' and impl == 'reference':
-        reference = import_by_path(Path(__file__).resolve().parents[2] / 'tests' / 'helpers' / 'rest_reference.py')
-        model = reference.ReferenceResT(arch)
-        if weights is not None:
-            model.load_state_dict(torch.load(weights, weights_only=True)['model'], strict=False)
-        return model
-    if backbone == 'rest' and impl not in (None, 'fast'):
-        raise ValueError(f"--impl for ResT: 'fast' (the backbone) or 'reference', got {impl!r}.")
-    if impl is not None and backbone != 'rest':
+    from mmrmt.registry import TARGET_REGISTRIES
+    backbone, arch = parse_backbone(name)
+    cfg = dict(type=backbone, arch=arch)
+    if impl is not None and backbone == 'RMT':
         cfg['impl'] = impl
     if weights is not None:
         cfg['init_cfg'] = dict(type='Pretrained', checkpoint=weights)
-    model = MODELS.build(cfg)
+    model = TARGET_REGISTRIES[0].build(cfg)
     if weights is not None:
         model.init_weights()
     return model

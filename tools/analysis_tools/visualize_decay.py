@@ -11,9 +11,10 @@ in two rows, painted over the image:
   attn_col(query -> (y', qx)) * attn_row((y', qx) -> (y', x')), which is
   what the two passes weigh each token by.
 
-Both come from the block's real inputs (captured from a forward pass of the
-backbone, with the fast or the reference MaSA alike). The query is given in
-feature-map coordinates of the stage (default: its centre).
+Both are the backbone's own (``RMT.attention_maps``, from the block's real
+inputs, with the fast or the reference MaSA alike); this tool only draws them.
+The query is given in feature-map coordinates of the stage (default: its
+centre).
 
     python tools/analysis_tools/visualize_decay.py CONFIG --image IMG --out PNG
         [--weights CKPT] [--stage S] [--block B] [--query Y X] [--max-size PX]
@@ -27,7 +28,7 @@ the variant, the attention is random).
 import argparse
 import os.path as osp
 from pathlib import Path
-from typing import List, NamedTuple, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import cv2
 import numpy as np
@@ -35,27 +36,11 @@ import torch
 from torch import nn
 
 from mmrmt.apis import read_image as read_image_file
-from mmrmt.checkpoint import extract_state_dict, read_checkpoint
+from mmrmt.checkpoint import extract_state_dict, load_model_weights, read_checkpoint
 from mmrmt.models.backbones import RMT
-from mmrmt.models.backbones.rmt.attention import DecomposedWeights
+from mmrmt.models.backbones.rmt.attention_maps import AttentionMaps
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
                          file_errors_as_tool_errors, read_config, replaced_atomically, run_main)
-
-
-class DecayMaps(NamedTuple):
-    """The values behind the picture, for one stage, block and query.
-
-    Args:
-        gammas (torch.Tensor): (heads,) decay rate of each head.
-        decay (torch.Tensor): (heads, h, w) gamma_h ** Manhattan distance to the query.
-        attention (torch.Tensor): (heads, h, w) weights the head puts on each
-            token for the query (each map sums to 1).
-        query (tuple): (y, x) of the query token.
-    """
-    gammas: torch.Tensor
-    decay: torch.Tensor
-    attention: torch.Tensor
-    query: Tuple[int, int]
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -113,12 +98,15 @@ def check_location(backbone: nn.Module, stage: int, block: int, query: Optional[
     return tuple(query)
 
 
-def load_weights(backbone: RMT, path: str) -> None:
-    """A whole model's checkpoint (``backbone.*``) or a backbone file, loaded strictly."""
-    keys = extract_state_dict(read_checkpoint(path), path)
-    prefix = 'backbone.' if any(key.startswith('backbone.') for key in keys) else ''
-    backbone.init_cfg = dict(type='Pretrained', checkpoint=path, prefix=prefix)
-    backbone.init_weights()
+def load_weights(model: nn.Module, path: str) -> None:
+    """A checkpoint of the config's whole model (``backbone.*`` keys), loaded strictly; or a file of
+    an RMT backbone alone (e.g. the authors' ImageNet one), loaded as its ``init_cfg`` would."""
+    checkpoint = read_checkpoint(path)
+    if any(key.startswith('backbone.') for key in extract_state_dict(checkpoint, path)):
+        load_model_weights(model, checkpoint, path)
+    else:
+        model.backbone.init_cfg = dict(type='Pretrained', checkpoint=path)
+        model.backbone.init_weights()
 
 
 def image_tensor(image: np.ndarray, preprocessor: nn.Module) -> torch.Tensor:
@@ -130,63 +118,9 @@ def image_tensor(image: np.ndarray, preprocessor: nn.Module) -> torch.Tensor:
     return ((pixels - preprocessor.mean) / preprocessor.std)[None]
 
 
-# --- the maps ----------------------------------------------------------------
-def capture_attention_input(backbone: RMT, inputs: torch.Tensor, stage: int,
-                            block: int) -> torch.Tensor:
-    """The (1, h, w, C) normalised tokens the block's MaSA attends over.
-
-    The reference MaSA is called on them; the fast one on the block's tokens
-    and its pre-norm, which it fuses into its projections.
-    """
-    captured = []
-
-    def hook(module: nn.Module, args: tuple) -> None:
-        x, _, norm = (*args, None)[:3]
-        captured.append(x if norm is None else norm(x))
-
-    handle = backbone.layers[stage].blocks[block].retention.register_forward_pre_hook(hook)
-    try:
-        with torch.no_grad():
-            backbone(inputs)
-    finally:
-        handle.remove()
-    return captured[0]
-
-
-def query_attention(attention: nn.Module, relpos: nn.Module, x: torch.Tensor,
-                    query: Tuple[int, int]) -> torch.Tensor:
-    """(heads, h, w): the weight of every token in the query token's output.
-
-    Read from the maps the MaSA itself weighs v by (its ``attention_weights``,
-    shared by both implementations); for decomposed MaSA, the column pass's
-    weights at the query times each row pass's weights at the query's column.
-    """
-    _, height, width, _ = x.shape
-    qy, qx = query
-    weights = attention.attention_weights(x, relpos)
-    if isinstance(weights, DecomposedWeights):
-        column = weights.columns[0, qx, :, qy]  # (heads, h): over the rows y' of column qx
-        rows = weights.rows[0, :, :, qx].transpose(0, 1)  # (heads, h, w): row y' at (y', qx)
-        return column[:, :, None] * rows
-    return weights[0, :, qy * width + qx].view(-1, height, width)
-
-
-def decay_maps(backbone: RMT, inputs: torch.Tensor, stage: int, block: int,
-               query: Tuple[int, int]) -> DecayMaps:
-    """The decay prior and the applied attention of every head of a stage's block."""
-    x = capture_attention_input(backbone, inputs, stage, block)
-    relpos = backbone.layers[stage].Relpos
-    height, width = x.shape[1:3]
-    with torch.no_grad():
-        attention = query_attention(backbone.layers[stage].blocks[block].retention, relpos, x, query)
-        log_decay = relpos.decay_2d(height, width)[:, query[0] * width + query[1]]
-        decay = log_decay.view(-1, height, width).exp()
-    return DecayMaps(relpos.decay.exp(), decay, attention, query)
-
-
 # --- the picture ---------------------------------------------------------------
-def paint(image: np.ndarray, maps: DecayMaps, title: str, path: str) -> None:
-    """Two rows of panels (decay prior, attention), one column per head, over the image."""
+def paint(image: np.ndarray, maps: AttentionMaps, title: str, path: str) -> None:
+    """Two rows of panels (decay prior, attention of the first image), one column per head, over the image."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -199,7 +133,7 @@ def paint(image: np.ndarray, maps: DecayMaps, title: str, path: str) -> None:
     qy = (maps.query[0] + 0.5) * height / grid_h
     qx = (maps.query[1] + 0.5) * width / grid_w
     figure, axes = plt.subplots(2, heads, figsize=(2.2 * heads, 4.8), squeeze=False)
-    rows = (('decay prior', maps.decay), ('attention', maps.attention))
+    rows = (('decay prior', maps.decay), ('attention', maps.attention[0]))
     for row, (name, values) in enumerate(rows):
         for head in range(heads):
             axis = axes[row][head]
@@ -218,7 +152,7 @@ def paint(image: np.ndarray, maps: DecayMaps, title: str, path: str) -> None:
     plt.close(figure)
 
 
-def main(argv: Optional[List[str]] = None) -> DecayMaps:
+def main(argv: Optional[List[str]] = None) -> AttentionMaps:
     args = parse_args(argv)
     cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
     if args.weights and not osp.isfile(args.weights):
@@ -232,8 +166,10 @@ def main(argv: Optional[List[str]] = None) -> DecayMaps:
     query = check_location(model.backbone, args.stage, args.block, args.query, grid)
     if args.weights:
         with file_errors_as_tool_errors():
-            load_weights(model.backbone, args.weights)
-    maps = decay_maps(model.backbone, image_tensor(image, model.data_preprocessor), args.stage, args.block, query)
+            load_weights(model, args.weights)
+    with torch.no_grad():
+        maps = model.backbone.attention_maps(image_tensor(image, model.data_preprocessor), args.stage, args.block,
+                                             query)
     kind = 'decomposed' if model.backbone.layers[args.stage].blocks[args.block].retention.decomposed else 'full'
     paint(image, maps, f'RMT stage {args.stage} ({grid[0]}x{grid[1]} tokens, {kind} MaSA), block {args.block}, '
           f'query ({query[0]}, {query[1]})', args.out)

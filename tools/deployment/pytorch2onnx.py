@@ -21,6 +21,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 import torch
 from mmengine.config import Config
 
+from mmrmt.checkpoint import load_model_weights
 from mmrmt.deployment import (EXPORTERS, MIN_DYNAMIC_SIZE, TensorModeModel, check_opset,
                               compare_with_onnxruntime, exact_roi_min_side, export_onnx, verification_inputs)
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
@@ -114,8 +115,6 @@ def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
     Without ``weights``: the initialisation a training run starts from, but
     for the backbone's pretrained checkpoint (nothing is downloaded).
     """
-    from mmengine.runner import load_checkpoint
-
     cfg.model.backbone.pop('init_cfg', None)
     model = build_cpu_model(cfg)
     if weights is None:
@@ -123,10 +122,9 @@ def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
             model.init_weights()
     else:
         try:
-            load_checkpoint(model, weights, map_location='cpu', strict=True, logger='silent')
-        except Exception as error:
-            reason = ' '.join(str(error).split())[:400]
-            raise PreflightError(f'--weights {weights} does not load into this model: {reason}') from None
+            load_model_weights(model, weights)
+        except ValueError as error:
+            raise PreflightError(f'--weights {error}') from error
     return model.eval()
 
 

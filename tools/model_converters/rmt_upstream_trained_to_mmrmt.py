@@ -15,32 +15,15 @@ Example::
         checkpoints/retinanet_rmt-t_fpn_1x_coco.pth --config configs/rmt/retinanet_rmt-t_fpn_1x_coco.py
 """
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
-from mmengine.config import Config
-from mmengine.registry import DATASETS
-
-from mmrmt.checkpoint import extract_state_dict, read_checkpoint, shapes
+from mmrmt.checkpoint import extract_state_dict, load_model_weights, read_checkpoint, shapes
 from mmrmt.checkpoint.converters import check_class_names, convert_upstream_trained
-from mmrmt.utils import (build_cpu_model, check_new_file, converter_arguments, file_errors_as_tool_errors,
-                         read_config, run_main, write_checked)
-from mmrmt.utils.preflight import leaf_datasets
+from mmrmt.utils import (build_cpu_model, check_new_file, config_dataset_meta, converter_arguments,
+                         file_errors_as_tool_errors, read_config, run_main, write_checked)
 
 #: The version fields mmcv 1.x training scripts store in ``meta``.
 SOURCE_VERSION_KEYS = ('mmdet_version', 'mmseg_version', 'mmcv_version')
-
-
-def config_classes(cfg: Config) -> Optional[Sequence[str]]:
-    """The class names of the config's test dataset, if it names them."""
-    loader = cfg.get('test_dataloader') or cfg.get('val_dataloader')
-    if not loader:
-        return None
-    dataset = next(leaf_datasets(loader['dataset']))
-    classes = (dataset.get('metainfo') or {}).get('classes')
-    if classes is None:
-        name = dataset['type'] if '.' in dataset['type'] else f'{cfg.default_scope}.{dataset["type"]}'
-        classes = getattr(DATASETS.get(name), 'METAINFO', {}).get('classes')
-    return classes
 
 
 def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
@@ -56,7 +39,7 @@ def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
     cfg = read_config(config)
     check_new_file(dst, 'destination', force, source=src)
     model = build_cpu_model(cfg)
-    classes = config_classes(cfg)
+    classes = config_dataset_meta(cfg).get('classes')
     with file_errors_as_tool_errors():
         checkpoint = read_checkpoint(src)
         file_meta = checkpoint.get('meta') or {}
@@ -71,7 +54,7 @@ def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
 
     def load_strictly(written: str) -> None:
         """What replaces dst must load back strictly (weights-only) into the config's model."""
-        model.load_state_dict(read_checkpoint(written)['state_dict'], strict=True)
+        load_model_weights(model, written)
 
     write_checked(dict(meta=meta, state_dict=conversion.state_dict), dst, load_strictly)
     print(f'{src} -> {dst}: {len(conversion.state_dict)} tensors for {Path(config).name}')

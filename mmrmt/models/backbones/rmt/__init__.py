@@ -6,6 +6,8 @@ The reference model, as the paper tells it:
 - :mod:`.attention`: MaSA, full and decomposed, with its local context
   enhancement (LCE);
 - :mod:`.ffn`, :mod:`.block`: the FFN, the block, the stage;
+- :mod:`.attention_maps`: a MaSA's decay prior and attention at one query
+  token (``RMT.attention_maps``, ``ManhattanSelfAttention2d.attention_maps``);
 - :mod:`.backbone`: the stem and the stages, :class:`RMT`.
 
 Beside it, the fast forms (subclasses with the same parameters, so the same

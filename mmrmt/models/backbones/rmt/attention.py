@@ -129,3 +129,20 @@ class ManhattanSelfAttention(nn.Module):
             return DecomposedWeights(row_weights(q, k, relpos.decay_1d(width)),
                                      column_weights(q, k, relpos.decay_1d(height)))
         return full_weights(q, k, relpos.decay_2d(height, width))
+
+    def attention_map(self, x: torch.Tensor, relpos: ManhattanRelPos, query: Tuple[int, int]) -> torch.Tensor:
+        """(B, n, h, w): the weight of every token in the output of token ``query`` = (y, x).
+
+        From :meth:`attention_weights`, the maps v is weighed by: full, the
+        query's row; decomposed, the column pass's weights at the query times
+        each row pass's weights at the query's column (what the two passes
+        weigh each token by together).
+        """
+        batch, height, width = x.shape[:3]
+        qy, qx = query
+        weights = self.attention_weights(x, relpos)
+        if isinstance(weights, DecomposedWeights):
+            column = weights.columns[:, qx, :, qy]  # (B, n, h): over the rows y' of column qx
+            rows = weights.rows[:, :, :, qx].transpose(1, 2)  # (B, n, h, w): row y' at (y', qx)
+            return column[..., None] * rows
+        return weights[:, :, qy * width + qx].view(batch, -1, height, width)

@@ -11,6 +11,7 @@ from ..arch import (BOOL, NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POS
                     resolve_arch)
 from ...layers import build_norm_layer
 from ..base_backbone import PyramidBackbone, init_linears_and_layer_norms
+from .attention_maps import AttentionMaps, query_maps
 from .block import RMTStage
 from .implementations import implementation
 
@@ -62,6 +63,9 @@ class RMT(PyramidBackbone):
             to load an upstream ImageNet (or detection) checkpoint.
         pretrained (str, optional): Deprecated (mmseg passes its
             ``model.pretrained`` here): see :class:`PyramidBackbone`.
+
+    :meth:`attention_maps` gives what a block's MaSA weighs the tokens by for
+    one query token: the decay prior and the attention of each head.
     """
 
     arch_zoo: Dict[str, dict] = {
@@ -155,3 +159,50 @@ class RMT(PyramidBackbone):
             if out is not None:
                 outs.append(out)
         return tuple(outs)
+
+    def attention_input(self, x: torch.Tensor, stage: int, block: int) -> torch.Tensor:
+        """The (B, h, w, C) tokens the MaSA of ``block`` of ``stage`` attends over for images ``x``.
+
+        The backbone's forward up to that block, then the block's CPE and
+        pre-norm. Call it in eval mode (and under ``torch.no_grad()`` unless
+        gradients are wanted), as for inference.
+
+        Raises:
+            ValueError: The stage or the block does not exist (or ``x`` is
+                not an input :meth:`forward` takes).
+        """
+        self.check_input(x)
+        if not 0 <= stage < len(self.layers):
+            raise ValueError(f'RMT: stage {stage} is out of range: the stages are 0-{len(self.layers) - 1}.')
+        layer = self.layers[stage]
+        if not 0 <= block < len(layer.blocks):
+            raise ValueError(f'RMT: block {block} is out of range: stage {stage} has blocks '
+                             f'0-{len(layer.blocks) - 1}.')
+        x = self.patch_embed.proj(x).permute(0, 2, 3, 1)
+        for earlier in self.layers[:stage]:
+            x = earlier(x)[1]
+        for earlier in layer.blocks[:block]:
+            x = earlier(x, layer.Relpos)
+        return layer.blocks[block].attention_input(x)
+
+    def attention_maps(self, x: torch.Tensor, stage: int, block: int,
+                       query: Optional[Tuple[int, int]] = None) -> AttentionMaps:
+        """The decay prior and the attention of every head of a block's MaSA at one query token.
+
+        Args:
+            x (torch.Tensor): (B, 3, H, W) images, as :meth:`forward` takes.
+            stage (int): The stage, 0-3.
+            block (int): The block of the stage.
+            query (tuple[int, int], optional): (y, x) of the query token on
+                the stage's token grid (stride 4 * 2 ** stage); its centre if None.
+
+        Returns:
+            AttentionMaps: ``decay`` (heads, h, w) and ``attention``
+            (B, heads, h, w), the weights of the tokens in the query's output.
+
+        Raises:
+            ValueError: See :meth:`attention_input`; or the query is outside the grid.
+        """
+        tokens = self.attention_input(x, stage, block)
+        layer = self.layers[stage]
+        return query_maps(layer.blocks[block].retention, layer.Relpos, tokens, query)

@@ -71,9 +71,18 @@ class RMTBlock(nn.Module):
 
     def forward(self, x: torch.Tensor, relpos: ManhattanRelPos) -> torch.Tensor:
         """The block on channels-last (B, h, w, C) ``x``."""
-        x = x + self.pos(x)
+        x = self.add_position(x)
         x = x + self.drop_path(layer_scaled(self.retention(self.retention_layer_norm(x), relpos), self.gamma_1))
         return x + self.drop_path(layer_scaled(self.ffn(self.final_layer_norm(x)), self.gamma_2))
+
+    def add_position(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` plus its conditional positional encoding (the CPE, a 3x3 depthwise conv)."""
+        return x + self.pos(x)
+
+    def attention_input(self, x: torch.Tensor) -> torch.Tensor:
+        """The (B, h, w, C) tokens the block's MaSA attends over for block input ``x``: the
+        pre-norm of ``x`` plus its CPE."""
+        return self.retention_layer_norm(self.add_position(x))
 
 
 class ConvDownsample(nn.Module):

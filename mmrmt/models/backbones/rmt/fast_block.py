@@ -44,9 +44,13 @@ class FastRMTBlock(RMTBlock):
         return in_image_chunks(lambda part: self._forward(part, relpos), x, hidden_bytes, self.training)
 
     def _forward(self, x: torch.Tensor, relpos: FastManhattanRelPos) -> torch.Tensor:
-        x = self.pos.forward_residual(x)
+        x = self.add_position(x)
         x = self._add_branch(x, self.retention(x, relpos, self.retention_layer_norm), self.gamma_1)
         return self._add_branch(x, self.ffn(x, self.final_layer_norm), self.gamma_2)
+
+    def add_position(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` plus its CPE, the residual folded into the conv's kernel."""
+        return self.pos.forward_residual(x)
 
     def _add_branch(self, x: torch.Tensor, branch: torch.Tensor,
                     gamma: Optional[torch.Tensor]) -> torch.Tensor:

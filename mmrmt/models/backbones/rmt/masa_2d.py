@@ -1,9 +1,12 @@
 """MaSA as a module for any network: channels-first maps in and out, its decay built inside."""
+from typing import Optional, Tuple
+
 import torch
 from torch import nn
 
 from mmrmt.registry import register_backbone
 from ..arch import BOOL, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_arg
+from .attention_maps import AttentionMaps, query_maps
 from .implementations import implementation
 
 
@@ -19,7 +22,9 @@ class ManhattanSelfAttention2d(nn.Module):
     tokens or along rows then columns, plus the local context enhancement (a
     5x5 depthwise conv of v), through an output projection. Any H and W;
     channels-first in and out, as a conv layer; no residual and no norm (add
-    them around it as the host network does).
+    them around it as the host network does). :meth:`attention_maps` gives
+    what it weighs the tokens by for one query token (decay prior and
+    attention per head).
 
     Example:
         >>> import torch
@@ -65,8 +70,30 @@ class ManhattanSelfAttention2d(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """MaSA of (N, C, H, W) ``x``, (N, C, H, W) (a channels-last tensor in memory)."""
+        self.check_input(x)
+        return self.attention(x.permute(0, 2, 3, 1), self.relpos).permute(0, 3, 1, 2)
+
+    def attention_maps(self, x: torch.Tensor, query: Optional[Tuple[int, int]] = None) -> AttentionMaps:
+        """The decay prior and the attention of every head at token ``query`` of (N, C, H, W) ``x``.
+
+        Args:
+            x (torch.Tensor): The input :meth:`forward` would take.
+            query (tuple[int, int], optional): (y, x) of the query token;
+                the centre if None.
+
+        Returns:
+            AttentionMaps: ``decay`` (heads, H, W) and ``attention``
+            (N, heads, H, W), the weights of the tokens in the query's output.
+
+        Raises:
+            ValueError: Another input shape, or a query outside the map.
+        """
+        self.check_input(x)
+        return query_maps(self.attention, self.relpos, x.permute(0, 2, 3, 1), query)
+
+    def check_input(self, x: torch.Tensor) -> None:
+        """Fail with one line unless ``x`` is an (N, embed_dims, H, W) tensor."""
         if not isinstance(x, torch.Tensor) or x.dim() != 4 or x.shape[1] != self.embed_dims:
             shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
             raise ValueError(f'{type(self).__name__} expects (N, {self.embed_dims}, H, W) inputs '
                              f'(embed_dims={self.embed_dims}), got {shape}.')
-        return self.attention(x.permute(0, 2, 3, 1), self.relpos).permute(0, 3, 1, 2)

@@ -55,3 +55,14 @@ class ManhattanRelPos(nn.Module):
         grid = torch.stack((ys, xs), dim=-1).reshape(-1, 2)
         distance = (grid[:, None, :] - grid[None, :, :]).abs().sum(-1)
         return distance * self.decay[:, None, None]
+
+    def decay_map(self, height: int, width: int, query: Tuple[int, int]) -> torch.Tensor:
+        """(heads, h, w) decay prior of the token ``query`` = (y, x): gamma_h ** (|dy| + |dx|).
+
+        The query's column of :meth:`decay_2d`, exponentiated, without the
+        (hw, hw) table.
+        """
+        ys = torch.arange(height).to(self.decay)[:, None]
+        xs = torch.arange(width).to(self.decay)[None, :]
+        distance = (ys - query[0]).abs() + (xs - query[1]).abs()
+        return (distance * self.decay[:, None, None]).exp()
