@@ -43,6 +43,10 @@ ALIGNED_ROI_ALIGN_OPSET = 16
 ONNX_INT64 = 7  # TensorProto.INT64
 
 
+class InexactExportError(ValueError):
+    """A layer that the deploy config's settings would export as other numbers than torch computes."""
+
+
 @contextmanager
 def torchscript_exporter() -> Iterator[None]:
     """Within the context, ``torch.onnx.export`` runs the TorchScript exporter (``dynamo=False``)."""
@@ -54,19 +58,16 @@ def torchscript_exporter() -> Iterator[None]:
         torch.onnx.export = export
 
 
-def exported_opset() -> int:
-    """The opset of the deploy config of the export under way."""
-    return get_ir_config(SYMBOLIC_REWRITER.get_context().cfg).get('opset_version', 11)
-
-
 def roi_align_symbolic(g, features, rois, output_size: List[int], spatial_scale: float, sampling_ratio: int,
                        pool_mode: str, aligned: bool):
     """ONNX ``RoiAlign`` for mmcv's ``RoIAlignFunction`` (rois: R x 5, the image index first)."""
-    opset = exported_opset()
+    # mmdeploy finds a rewriter's context from its caller's frame: asked here, in the rewriter itself
+    opset = get_ir_config(SYMBOLIC_REWRITER.get_context().cfg).get('opset_version', 11)
     if aligned and opset < ALIGNED_ROI_ALIGN_OPSET:
-        raise ValueError(f"mmcv's RoIAlign(aligned=True) exports exactly only at opset {ALIGNED_ROI_ALIGN_OPSET} "
-                         f'and later (ONNX RoiAlign half_pixel); the deploy config asks for opset {opset}: set '
-                         f'onnx_config.opset_version={ALIGNED_ROI_ALIGN_OPSET}')
+        raise InexactExportError(
+            f"mmcv's RoIAlign(aligned=True) exports exactly only at opset {ALIGNED_ROI_ALIGN_OPSET} and later "
+            f'(ONNX RoiAlign half_pixel); the deploy config asks for opset {opset}: set '
+            f'onnx_config.opset_version={ALIGNED_ROI_ALIGN_OPSET}')
     image_column = g.op('Constant', value_t=torch.tensor(0, dtype=torch.long))
     box_columns = g.op('Constant', value_t=torch.tensor([1, 2, 3, 4], dtype=torch.long))
     batch_indices = g.op('Cast', g.op('Gather', rois, image_column, axis_i=1), to_i=ONNX_INT64)

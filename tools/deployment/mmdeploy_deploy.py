@@ -85,6 +85,7 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Config, str]:
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     deploy_cfg, model_cfg, graph = preflight(args)
+    from mmrmt.deployment.mmdeploy_rewriters import InexactExportError
     from mmrmt.deployment.mmdeploy_route import compare_with_torch, convert, save_initialised_weights
     os.makedirs(args.work_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix='.mmdeploy-', dir=args.work_dir)
@@ -93,7 +94,10 @@ def main(argv: Optional[List[str]] = None) -> None:
         if weights is None:
             weights = osp.join(staging, 'initialised.pth')
             save_initialised_weights(deploy_cfg, model_cfg, weights, args.device)
-        convert(deploy_cfg, model_cfg, args.image, staging, weights, args.device)
+        try:
+            convert(deploy_cfg, model_cfg, args.image, staging, weights, args.device)
+        except InexactExportError as error:
+            raise PreflightError(f'{args.deploy_cfg}: {error}') from error
         staged = osp.join(staging, deploy_cfg.onnx_config.save_file)
         parity = compare_with_torch(deploy_cfg, model_cfg, staged, args.image, weights, args.device)
         if parity.problems:
