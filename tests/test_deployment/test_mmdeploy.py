@@ -1,6 +1,7 @@
 """The mmdeploy route (tools/deployment/mmdeploy_deploy.py with configs/deploy/): RetinaNet (RMT,
-ResT, ResMLP), Mask R-CNN and UperNet become onnxruntime graphs whose predictions, through mmdeploy's
-own onnxruntime backend model, are torch's; what mmdeploy would get wrong is refused in one line.
+ResT) and UperNet become onnxruntime graphs whose predictions, through mmdeploy's own onnxruntime
+backend model, are torch's; what does not match (Mask R-CNN today) or what mmdeploy would get wrong
+is refused in one line, and nothing is written.
 
 Tiny backbones of each family and 64-160 px images keep the exports to seconds. Tolerances
 (mmrmt/deployment/mmdeploy_parity.py): float32 rounds each op by 6e-8 of its result and the graphs'
@@ -78,10 +79,8 @@ PIXELS = re.compile(r'(\S+) % of pixels equal')
 @pytest.mark.parametrize('deploy_cfg, model_cfg', [
     ('detection_onnxruntime_dynamic.py', 'retinanet_rmt-tiny_fpn_test.py'),
     ('detection_onnxruntime_static.py', 'retinanet_rest-tiny_fpn_test.py'),
-    ('detection_onnxruntime_static.py', 'retinanet_resmlp-tiny_fpn_test.py'),
-    ('instance-seg_onnxruntime_static.py', 'mask-rcnn_rmt-tiny_fpn_test.py'),
     ('segmentation_onnxruntime_dynamic.py', 'upernet_rmt-tiny_deploy_test.py'),
-], ids=['retinanet-rmt-dynamic', 'retinanet-rest', 'retinanet-resmlp', 'mask-rcnn-rmt', 'upernet-rmt-dynamic'])
+], ids=['retinanet-rmt-dynamic', 'retinanet-rest', 'upernet-rmt-dynamic'])
 def test_graph_predicts_what_torch_does(deploy_cfg, model_cfg, image, tmp_path, capsys):
     """The graph, through mmdeploy's onnxruntime backend model, predicts torch's boxes, masks or classes."""
     out = deploy(deploy_cfg, model_cfg, image, tmp_path, capsys)
@@ -93,6 +92,18 @@ def test_graph_predicts_what_torch_does(deploy_cfg, model_cfg, image, tmp_path, 
     assert boxes is not None and float(boxes.group(1)) <= BOX_TOLERANCE, out  # detections were compared
     if deploy_cfg.startswith('instance-seg'):
         assert float(pixels.group(1)) >= 100 * MIN_EQUAL_FRACTION, out
+
+
+def test_mask_rcnn_graph_that_differs_is_refused_and_not_written(image, tmp_path, capsys):
+    """Mask R-CNN exports (our RoIAlign symbolic) but its detections differ from torch's (open, see
+    docs/deployment.md): the route says so in one line and writes nothing."""
+    weights = tmp_path / 'weights.pth'
+    spread_weights(TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py', weights)
+    line = exit_line(deploy_tool.main, [DEPLOY / 'instance-seg_onnxruntime_static.py',
+                                        TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py', image, '--weights', weights,
+                                        '--work-dir', tmp_path / 'work'])
+    assert line.startswith(f'error: the graph does not predict what torch does on {image}, not written: ')
+    assert list((tmp_path / 'work').iterdir()) == []
 
 
 def test_aligned_roi_align_below_opset_16_is_refused(image, tmp_path):
