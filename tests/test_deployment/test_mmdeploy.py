@@ -73,7 +73,7 @@ def deploy(deploy_cfg: str, model_cfg: str, image: Path, tmp_path: Path, capsys)
 
 #: What the tool prints: the largest box difference / the image size, the share of equal pixels.
 BOXES = re.compile(r'boxes within (\S+) of the image size')
-PIXELS = re.compile(r'(\S+) % of pixels equal')
+PIXELS = re.compile(r'([\d.]+) % of pixels equal')
 
 
 @pytest.mark.parametrize('deploy_cfg, model_cfg', [
