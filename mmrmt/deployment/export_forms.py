@@ -93,12 +93,17 @@ def average_bins(x: torch.Tensor, dim: int, bins: int) -> torch.Tensor:
     return torch.cat(means, dim)
 
 
-def adaptive_average_pool(pool: nn.AdaptiveAvgPool2d, x: torch.Tensor) -> torch.Tensor:
-    """What ``pool(x)`` returns, computed with slices and means."""
-    height, width = _pair(pool.output_size)
+def adaptive_average_pool2d(x: torch.Tensor, output_size) -> torch.Tensor:
+    """What ``F.adaptive_avg_pool2d(x, output_size)`` returns, computed with slices and means."""
+    height, width = _pair(output_size)
     height = x.shape[-2] if height is None else height
     width = x.shape[-1] if width is None else width
     return average_bins(average_bins(x, -2, height), -1, width)
+
+
+def adaptive_average_pool(pool: nn.AdaptiveAvgPool2d, x: torch.Tensor) -> torch.Tensor:
+    """What ``pool(x)`` returns, computed with slices and means."""
+    return adaptive_average_pool2d(x, pool.output_size)
 
 
 def decode_deltas(coder, bboxes, pred_bboxes: torch.Tensor, max_shape=None,

@@ -9,6 +9,7 @@
 #   mmrmt itself, editable, with its extras all (mmdet 3.3.0, mmsegmentation
 #       1.2.2 + ftfy, regex), tests (pytest) and deploy (onnx, onnxruntime,
 #       onnxscript); with them mmengine and timm
+#   mmdeploy 1.3.1 and aenum, without their dependencies (requirements/mmdeploy.txt)
 # and finally checks that mmcv.ops.nms runs. Any failure ends it with one
 # "[setup] error: ..." line naming the command that failed.
 set -eEuo pipefail
@@ -105,6 +106,12 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg,
     log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable, with its all, tests and deploy extras)"
     "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT[all,tests,deploy]"
     echo "$wanted" > "$STAMP"
+fi
+
+# mmdeploy without its declared dependencies (see requirements/mmdeploy.txt).
+if ! has "import aenum, sys, importlib.metadata as m; sys.exit(m.version('mmdeploy') != '1.3.1')"; then
+    log "installing mmdeploy 1.3.1 and aenum without their dependencies (requirements/mmdeploy.txt)"
+    "${PIP_INSTALL[@]}" -q --no-deps -r "$ROOT/requirements/mmdeploy.txt"
 fi
 
 "$PY" - <<'PY'

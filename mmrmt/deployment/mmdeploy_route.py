@@ -1,0 +1,52 @@
+"""mmdeploy's torch -> ONNX conversion of an mmrmt model, made right, and checked against torch.
+
+:func:`convert` is what mmdeploy's ``tools/deploy.py`` does for the
+onnxruntime backend (``mmdeploy.apis.torch2onnx``; an onnxruntime backend
+runs that file as it is), with the TorchScript exporter selected and mmrmt's
+rewriters registered (:mod:`mmrmt.deployment.mmdeploy_rewriters`);
+:func:`compare_with_torch` runs the file through mmdeploy's onnxruntime
+backend model and the PyTorch model on one image and compares what each
+predicts (:mod:`mmrmt.deployment.mmdeploy_parity`).
+"""
+from typing import Optional
+
+import torch
+from mmengine.config import Config
+
+from .mmdeploy_parity import Parity, prediction_parity
+from .mmdeploy_rewriters import torchscript_exporter
+
+
+def save_initialised_weights(deploy_cfg: Config, model_cfg: Config, path: str, device: str = 'cpu') -> None:
+    """Save the weights of the model as mmdeploy builds it without a checkpoint (initialised), to ``path``.
+
+    mmdeploy builds the model anew for each step, each time with other random
+    weights: converting and checking one model takes one file of weights.
+    """
+    from mmdeploy.apis.utils import build_task_processor
+    model = build_task_processor(model_cfg, deploy_cfg, device).build_pytorch_model(None)
+    torch.save({'state_dict': model.state_dict()}, path)
+
+
+def convert(deploy_cfg: Config, model_cfg: Config, image: str, work_dir: str, weights: Optional[str] = None,
+            device: str = 'cpu') -> None:
+    """Write ``onnx_config.save_file`` of ``deploy_cfg`` into ``work_dir`` (``mmdeploy.apis.torch2onnx``)."""
+    from mmdeploy.apis import torch2onnx
+    with torchscript_exporter():
+        torch2onnx(image, work_dir, deploy_cfg.onnx_config.save_file, deploy_cfg, model_cfg, weights, device)
+
+
+def compare_with_torch(deploy_cfg: Config, model_cfg: Config, graph_file: str, image: str,
+                       weights: Optional[str] = None, device: str = 'cpu') -> Parity:
+    """How the predictions of the graph (mmdeploy's backend model) differ from torch's on ``image``."""
+    from mmdeploy.apis.utils import build_task_processor
+    from mmdeploy.utils import get_input_shape
+    processor = build_task_processor(model_cfg, deploy_cfg, device)
+    torch_model = processor.build_pytorch_model(weights)
+    graph_model = processor.build_backend_model([graph_file],
+                                                data_preprocessor_updater=processor.update_data_preprocessor)
+    inputs, _ = processor.create_input(image, get_input_shape(deploy_cfg))
+    with torch.no_grad():
+        torch_samples = torch_model.test_step(inputs)
+        graph_samples = graph_model.test_step(inputs)
+    return prediction_parity(torch_samples, graph_samples)

@@ -1,0 +1,183 @@
+"""The mmdeploy route (tools/deployment/mmdeploy_deploy.py with configs/deploy/): RetinaNet (RMT,
+ResT) and UperNet become onnxruntime graphs whose predictions, through mmdeploy's own onnxruntime
+backend model, are torch's; what does not match (Mask R-CNN today) or what mmdeploy would get wrong
+is refused in one line, and nothing is written.
+
+Tiny backbones of each family and 64-160 px images keep the exports to seconds. Tolerances
+(mmrmt/deployment/mmdeploy_parity.py): float32 rounds each op by 6e-8 of its result and the graphs'
+raw outputs stay within 1e-5 of torch's, so a score 1e-4 off or a box 1e-3 of the image off is a
+wrong graph; mask and class pixels on a tie may flip, far fewer than one in a thousand.
+"""
+import re
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import torch
+from helpers.tool_modules import exit_line, import_tool
+from mmengine.config import Config
+
+from mmrmt.deployment.mmdeploy_parity import BOX_TOLERANCE, MIN_EQUAL_FRACTION, prediction_parity
+from mmrmt.utils import build_cpu_model
+
+deploy_tool = import_tool('tools/deployment/mmdeploy_deploy.py')
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / 'configs' / 'deploy'
+TEST_CONFIGS = REPO / 'tests' / 'data' / 'configs'
+
+#: Classification layers whose weights the test scales (mmdet initialises them with std 0.01, which
+#: gives near-equal scores: ties that a float32 rounding reorders), to logits of std about 1 over
+#: anchors, and the bias the test gives them: RetinaNet's -6 leaves a few dozen (anchor, class)
+#: scores above the 0.05 threshold (fewer than the 100 kept, so no cut among near-equal scores);
+#: the RoI head's background logit +2 does the same for Mask R-CNN.
+SPREAD = {'bbox_head.retina_cls': (30, lambda bias: torch.full_like(bias, -6.)),
+          'rpn_head.rpn_cls': (30, lambda bias: bias),
+          'roi_head.bbox_head.fc_cls': (40, lambda bias: torch.cat([torch.zeros_like(bias[:-1]), bias[-1:] + 2]))}
+
+
+def spread_weights(config: Path, path: Path) -> None:
+    """Save initialised weights of the config's model whose scores are spread out and distinct."""
+    cfg = Config.fromfile(str(config))
+    cfg.model.backbone.init_cfg = None
+    torch.manual_seed(0)
+    model = build_cpu_model(cfg, quiet=True)
+    model.init_weights()
+    state = model.state_dict()
+    for name, (scale, bias) in SPREAD.items():
+        if f'{name}.weight' in state:
+            state[f'{name}.weight'] *= scale
+            state[f'{name}.bias'] = bias(state[f'{name}.bias'])
+    torch.save({'state_dict': state}, path)
+
+
+@pytest.fixture(scope='module')
+def image(tmp_path_factory) -> Path:
+    """A 96x160 picture of noise: features, and so scores, differ from anchor to anchor."""
+    picture = np.random.default_rng(0).integers(0, 256, (96, 160, 3), dtype=np.uint8)
+    path = tmp_path_factory.mktemp('mmdeploy') / 'picture.png'
+    cv2.imwrite(str(path), picture)
+    return path
+
+
+def deploy(deploy_cfg: str, model_cfg: str, image: Path, tmp_path: Path, capsys) -> str:
+    """Run the route with spread weights; return what it printed about the graph it wrote."""
+    weights = tmp_path / 'weights.pth'
+    spread_weights(TEST_CONFIGS / model_cfg, weights)
+    deploy_tool.main([str(DEPLOY / deploy_cfg), str(TEST_CONFIGS / model_cfg), str(image),
+                      '--weights', str(weights), '--work-dir', str(tmp_path / 'work')])
+    assert (tmp_path / 'work' / 'end2end.onnx').is_file()
+    return capsys.readouterr().out
+
+
+#: What the tool prints: the largest box difference / the image size, the share of equal pixels.
+BOXES = re.compile(r'boxes within (\S+) of the image size')
+PIXELS = re.compile(r'([\d.]+) % of pixels equal')
+
+
+@pytest.mark.parametrize('deploy_cfg, model_cfg', [
+    ('detection_onnxruntime_dynamic.py', 'retinanet_rmt-tiny_fpn_test.py'),
+    ('detection_onnxruntime_static.py', 'retinanet_rest-tiny_fpn_test.py'),
+    ('segmentation_onnxruntime_dynamic.py', 'upernet_rmt-tiny_deploy_test.py'),
+], ids=['retinanet-rmt-dynamic', 'retinanet-rest', 'upernet-rmt-dynamic'])
+def test_graph_predicts_what_torch_does(deploy_cfg, model_cfg, image, tmp_path, capsys):
+    """The graph, through mmdeploy's onnxruntime backend model, predicts torch's boxes, masks or classes."""
+    out = deploy(deploy_cfg, model_cfg, image, tmp_path, capsys)
+    assert 'its predictions match torch' in out
+    boxes, pixels = BOXES.search(out), PIXELS.search(out)
+    if deploy_cfg.startswith('segmentation'):
+        assert boxes is None and float(pixels.group(1)) >= 100 * MIN_EQUAL_FRACTION, out
+        return
+    assert boxes is not None and float(boxes.group(1)) <= BOX_TOLERANCE, out  # detections were compared
+    if deploy_cfg.startswith('instance-seg'):
+        assert float(pixels.group(1)) >= 100 * MIN_EQUAL_FRACTION, out
+
+
+def test_mask_rcnn_graph_that_differs_is_refused_and_not_written(image, tmp_path, capsys):
+    """Mask R-CNN exports (our RoIAlign symbolic) but its detections differ from torch's (open, see
+    docs/deployment.md): the route says so in one line and writes nothing."""
+    weights = tmp_path / 'weights.pth'
+    spread_weights(TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py', weights)
+    line = exit_line(deploy_tool.main, [DEPLOY / 'instance-seg_onnxruntime_static.py',
+                                        TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py', image, '--weights', weights,
+                                        '--work-dir', tmp_path / 'work'])
+    assert line.startswith(f'error: the graph does not predict what torch does on {image}, not written: ')
+    assert list((tmp_path / 'work').iterdir()) == []
+
+
+def test_aligned_roi_align_below_opset_16_is_refused(image, tmp_path):
+    """mmdeploy's own opset (11) cannot express mmcv's aligned RoIAlign: one line, nothing written."""
+    config = tmp_path / 'instance-seg_opset13.py'
+    config.write_text(f"_base_ = ['{DEPLOY / 'instance-seg_onnxruntime_static.py'}']\n"
+                      'onnx_config = dict(opset_version=13)\n')
+    line = exit_line(deploy_tool.main, [config, TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py', image,
+                                        '--work-dir', tmp_path / 'work'])
+    assert line == (f"error: {config}: mmcv's RoIAlign(aligned=True) exports exactly only at opset 16 and later "
+                    '(ONNX RoiAlign half_pixel); the deploy config asks for opset 13: set '
+                    'onnx_config.opset_version=16')
+    assert list((tmp_path / 'work').iterdir()) == []
+
+
+def test_other_backends_are_refused_before_anything_is_built(image, tmp_path):
+    config = tmp_path / 'detection_tensorrt.py'
+    config.write_text(f"_base_ = ['{DEPLOY / 'detection_onnxruntime_static.py'}']\n"
+                      "backend_config = dict(type='tensorrt')\n")
+    line = exit_line(deploy_tool.main, [config, TEST_CONFIGS / 'retinanet_rmt-tiny_fpn_test.py', image,
+                                        '--work-dir', tmp_path / 'work'])
+    assert line == (f"error: {config}: backend 'tensorrt' is not supported by this route (mmrmt registers its "
+                    "rewriters for onnxruntime only, and mmdeploy's defaults give other backends a wrong UperNet); "
+                    'use configs/deploy/*_onnxruntime_*.py')
+    assert not (tmp_path / 'work').exists()
+
+
+def test_existing_graph_needs_force(image, tmp_path):
+    (tmp_path / 'work').mkdir()
+    (tmp_path / 'work' / 'end2end.onnx').write_bytes(b'mine')
+    line = exit_line(deploy_tool.main, [DEPLOY / 'segmentation_onnxruntime_static.py',
+                                        TEST_CONFIGS / 'upernet_rmt-tiny_test.py', image,
+                                        '--work-dir', tmp_path / 'work'])
+    assert line.startswith('error: the graph ') and '--force' in line
+    assert (tmp_path / 'work' / 'end2end.onnx').read_bytes() == b'mine'
+
+
+def test_model_config_of_another_codebase_is_refused(image, tmp_path):
+    line = exit_line(deploy_tool.main, [DEPLOY / 'segmentation_onnxruntime_static.py',
+                                        TEST_CONFIGS / 'retinanet_rmt-tiny_fpn_test.py', image,
+                                        '--work-dir', tmp_path / 'work'])
+    assert line == (f"error: {TEST_CONFIGS / 'retinanet_rmt-tiny_fpn_test.py'} is not an mmseg model config, "
+                    f"which {DEPLOY / 'segmentation_onnxruntime_static.py'} converts")
+
+
+def shifted(sample, shift: float):
+    """A copy of ``sample`` with the first detection's x1 moved by ``shift`` pixels."""
+    moved = sample.clone()
+    moved.pred_instances = sample.pred_instances.clone()  # DetDataSample.clone shares its fields
+    moved.pred_instances.bboxes = sample.pred_instances.bboxes.clone()
+    moved.pred_instances.bboxes[0, 0] += shift
+    return moved
+
+
+def test_parity_catches_moved_boxes_and_flipped_pixels():
+    """The comparison itself: a box 2e-3 of the image off, or 0.2 % of the pixels changed, is a wrong graph."""
+    from mmdet.structures import DetDataSample
+    from mmengine.structures import InstanceData, PixelData
+    from mmseg.structures import SegDataSample
+    expected = DetDataSample(metainfo=dict(ori_shape=(100, 200)))  # boxes within 0.2 px
+    expected.pred_instances = InstanceData(bboxes=torch.tensor([[10., 10., 50., 60.], [0., 0., 20., 20.]]),
+                                           scores=torch.tensor([0.9, 0.3]), labels=torch.tensor([1, 2]))
+    assert prediction_parity([expected], [shifted(expected, 0.1)]).problems == []
+    assert prediction_parity([expected], [shifted(expected, 0.4)]).problems == [
+        "1 of torch's 2 detections have no graph detection with its label, a score within 0.001 and a box "
+        'within 0.001 of the image size']
+    fewer = expected.clone()
+    fewer.pred_instances = expected.pred_instances[:1]
+    assert 'torch finds 2 detections, the graph 1' in prediction_parity([expected], [fewer]).problems
+
+    labels = torch.zeros(1, 40, 50, dtype=torch.long)  # 2000 pixels: 2 may differ, 3 may not
+    segmentation = SegDataSample(pred_sem_seg=PixelData(data=labels))
+    for changed, right in ((2, True), (3, False)):
+        other = labels.clone()
+        other.view(-1)[:changed] = 1
+        problems = prediction_parity([segmentation], [SegDataSample(pred_sem_seg=PixelData(data=other))]).problems
+        assert (problems == []) == right, problems
