@@ -8,7 +8,7 @@ an extra, so that either one is enough::
     pip install "mmrmt[seg]"   # with MMSegmentation
     pip install "mmrmt[all]"   # both (what ``make setup`` installs)
 
-plus ``[deploy]`` (ONNX export) and ``[tests]``. torch and mmcv (with its
+plus ``[deploy]`` (ONNX export), ``[openvino]`` (OpenVINO and nncf) and ``[tests]``. torch and mmcv (with its
 compiled ops) are best installed first, the OpenMMLab way (see
 requirements/mminstall.txt and ``make setup``).
 
@@ -76,6 +76,7 @@ setup(
         'tests': read_requirements('tests.txt'),
         'mim': read_requirements('mminstall.txt'),
         'deploy': read_requirements('deploy.txt'),
+        'openvino': read_requirements('openvino.txt'),
     },
     license='Apache License 2.0',
     license_files=['LICENSE'],

@@ -115,7 +115,9 @@ class GraphPredictor:
                                  'two-stage detectors, single-stage detectors and segmentors')
             image_part, roi_part, self.cut = split_two_stage(proto)
             self.image_session = open_graph(image_part, runtime, precision, threads)
-            self.roi_session = open_graph(roi_part, runtime, precision, threads)
+            cut_shapes = {port.name: [size if isinstance(size, int) else None for size in port.shape]
+                          for port in self.image_session.get_outputs() if port.name in self.cut}
+            self.roi_session = open_graph(roi_part, runtime, precision, threads, cut_shapes)
         else:
             self.image_session = open_graph(path, runtime, precision, threads)
             self.roi_session = None

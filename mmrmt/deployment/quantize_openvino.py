@@ -1,9 +1,11 @@
 """Static int8 quantisation of an exported graph for OpenVINO, with its own quantiser (nncf).
 
 :func:`quantize_for_openvino` runs ``nncf.quantize`` (post-training, min-max
-ranges with fast bias correction, OpenVINO's CPU quantisation scheme:
-int8 weights per output channel, activations of Conv, MatMul, Gemm and the
-element-wise ops OpenVINO fuses them with) on the ONNX graph and writes an
+ranges with fast bias correction, OpenVINO's CPU scheme: int8 weights per
+output channel; the ``MIXED`` preset: asymmetric activations, as
+onnxruntime's quantiser has them; the ``TRANSFORMER`` model type: the inputs
+of Conv, MatMul and Gemm quantised, not those of the element-wise sums --
+the decay mask's large negative values -- or softmax) on the ONNX graph and writes an
 int8 ONNX file in the QDQ format, which OpenVINO compiles into its int8
 kernels. It keeps in float the same nodes as onnxruntime's quantiser
 (:func:`.quantize.float_nodes`: attention's products of two activations,
@@ -48,7 +50,8 @@ def quantize_for_openvino(source: str, destination: str, feeds: Iterable[Dict[st
     logger.setLevel(logging.WARNING)  # not a line for each node it leaves unquantised
     try:
         quantized = nncf.quantize(model, nncf.Dataset(calibration), subset_size=len(calibration),
-                                  target_device=nncf.TargetDevice.CPU,
+                                  target_device=nncf.TargetDevice.CPU, preset=nncf.QuantizationPreset.MIXED,
+                                  model_type=nncf.ModelType.TRANSFORMER,
                                   ignored_scope=nncf.IgnoredScope(names=list(kept), validate=False))
     finally:
         logger.setLevel(level)

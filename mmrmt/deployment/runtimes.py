@@ -103,18 +103,29 @@ class OpenVINOSession:
         precision (str): 'f32' or 'bf16' (``INFERENCE_PRECISION_HINT``).
         threads (int, optional): Inference threads; by default
             ``torch.get_num_threads()``.
+        input_shapes (dict, optional): Input name -> shape (None where
+            dynamic) for inputs the graph gives no rank (OpenVINO's CPU plugin
+            needs one; the RoI part of a two-stage graph takes features whose
+            shapes ONNX's shape inference leaves unknown).
 
     Raises:
         RuntimeChoiceError: If OpenVINO compiled another precision than asked.
     """
 
-    def __init__(self, path_or_bytes: Union[str, bytes], precision: str = 'f32',
-                 threads: Optional[int] = None) -> None:
+    def __init__(self, path_or_bytes: Union[str, bytes], precision: str = 'f32', threads: Optional[int] = None,
+                 input_shapes: Optional[Dict[str, Sequence[Optional[int]]]] = None) -> None:
         import openvino
         core = openvino.Core()
+        model = core.read_model(path_or_bytes)
+        unranked = {port.get_any_name(): openvino.PartialShape([-1 if size is None else size
+                                                                for size in input_shapes[port.get_any_name()]])
+                    for port in model.inputs
+                    if port.get_partial_shape().rank.is_dynamic and port.get_any_name() in (input_shapes or {})}
+        if unranked:
+            model.reshape(unranked)
         config = {'INFERENCE_PRECISION_HINT': precision, 'PERFORMANCE_HINT': 'LATENCY', 'NUM_STREAMS': 1,
                   'INFERENCE_NUM_THREADS': threads or torch.get_num_threads()}
-        self.compiled = core.compile_model(core.read_model(path_or_bytes), 'CPU', config)
+        self.compiled = core.compile_model(model, 'CPU', config)
         compiled_precision = self.compiled.get_property('INFERENCE_PRECISION_HINT').get_type_name()
         if compiled_precision != precision:
             raise RuntimeChoiceError(f'OpenVINO compiled the graph in {compiled_precision}, not the {precision} '
@@ -141,10 +152,11 @@ class OpenVINOSession:
 
 
 def open_graph(path_or_bytes: Union[str, bytes], runtime: str = 'onnxruntime', precision: str = 'f32',
-               threads: Optional[int] = None):
+               threads: Optional[int] = None, input_shapes: Optional[Dict[str, Sequence[Optional[int]]]] = None):
     """``path_or_bytes`` opened in ``runtime`` at ``precision`` (checked by :func:`check_runtime`):
-    an onnxruntime session (:func:`.onnxruntime_session`) or an :class:`OpenVINOSession`."""
+    an onnxruntime session (:func:`.onnxruntime_session`) or an :class:`OpenVINOSession` (which
+    gives inputs without a rank their ``input_shapes``; onnxruntime runs such inputs as they come)."""
     check_runtime(runtime, precision)
     if runtime == 'onnxruntime':
         return onnxruntime_session(path_or_bytes, threads)
-    return OpenVINOSession(path_or_bytes, precision, threads)
+    return OpenVINOSession(path_or_bytes, precision, threads, input_shapes)

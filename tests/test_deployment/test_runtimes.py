@@ -66,7 +66,7 @@ def test_bf16_refusals_name_the_cpu_and_the_fix():
     assert message.endswith('has no AVX-512 BF16 or AMX, and OpenVINO would run f32 instead (its CPU '
                             'capabilities: FP32, INT8, BIN); use --precision f32')
     with pytest.raises(RuntimeChoiceError, match=r"^--precision bf16 runs in OpenVINO only \(onnxruntime's CPU "
-                                                  r'kernels are float32\): add --runtime openvino$'):
+                                                 r'kernels are float32\): add --runtime openvino$'):
         check_runtime('onnxruntime', 'bf16')
     with pytest.raises(RuntimeChoiceError, match=r"^--runtime must be one of onnxruntime, openvino, got 'tvm'$"):
         check_runtime('tvm')
