@@ -8,7 +8,7 @@ an extra, so that either one is enough::
     pip install "mmrmt[seg]"   # with MMSegmentation
     pip install "mmrmt[all]"   # both (what ``make setup`` installs)
 
-plus ``[deploy]`` (ONNX export), ``[openvino]`` (OpenVINO and nncf) and ``[tests]``. torch and mmcv (with its
+plus ``[deploy]`` (ONNX export), ``[openvino]`` (OpenVINO) and ``[tests]``. torch and mmcv (with its
 compiled ops) are best installed first, the OpenMMLab way (see
 requirements/mminstall.txt and ``make setup``).
 

@@ -1,7 +1,7 @@
 """ONNX export of mmrmt models and its check in onnxruntime or OpenVINO (tools/deployment/pytorch2onnx.py).
 
 onnx, onnxruntime and onnxscript come with the ``deploy`` extra
-(``pip install -e .[deploy]``), openvino and nncf with the ``openvino``
+(``pip install -e .[deploy]``), openvino with the ``openvino``
 extra; they are imported only when used.
 """
 from .onnx_export import EXPORTERS, check_opset, export_onnx

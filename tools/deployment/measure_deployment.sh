@@ -2,7 +2,7 @@
 # The numbers of docs/deployment.md in one run, for the CPU at hand: its flags (AVX2, AVX-512F, VNNI,
 # BF16, AMX), speed, peak memory and output error of torch eager (float32, and bf16 autocast where the CPU
 # has native bf16), onnxruntime float32 / int8 and OpenVINO f32 / bf16 / int8 in one table per model, and
-# the demo model's accuracy (tools/test.py vs test_onnx.py in each runtime, float and int8).
+# the demo model's accuracy (tools/test.py vs test_onnx.py in each runtime and precision, float and int8).
 #
 #   bash tools/deployment/measure_deployment.sh DEMO_CHECKPOINT [OUT_DIR] [THREADS]
 #
@@ -31,14 +31,12 @@ export_graph() { "$PYTHON" tools/deployment/pytorch2onnx.py "$@" | tail -1; }
 
 echo "## speed (threads $THREADS; load: $(cut -d' ' -f1-3 /proc/loadavg))"
 export_graph $MASK --backbone-only --batch 16 --shape 224 224 --out "$OUT/rmt-t_b16.onnx"
-for runtime in onnxruntime openvino; do
-    "$PYTHON" tools/deployment/quantize_onnx.py "$OUT/rmt-t_b16.onnx" --config $MASK --images data/demo/coco/val \
-        --count 16 --runtime $runtime --out "$OUT/rmt-t_b16_int8_$runtime.onnx" | tail -3
-done
-"$PYTHON" "${BENCH[@]}" --backbone rmt-t --batch 16 --shape 224 224 "${RUNTIMES[@]}" --onnx "$OUT/rmt-t_b16.onnx" \
-    "$OUT/rmt-t_b16_int8_onnxruntime.onnx" "$OUT/rmt-t_b16_int8_openvino.onnx" | tee "$OUT/speed_backbone.md"
+"$PYTHON" tools/deployment/quantize_onnx.py "$OUT/rmt-t_b16.onnx" --config $MASK --images data/demo/coco/val \
+    --count 16 --out "$OUT/rmt-t_b16_int8.onnx" | tail -3
+"$PYTHON" "${BENCH[@]}" --backbone rmt-t --batch 16 --shape 224 224 "${RUNTIMES[@]}" \
+    --onnx "$OUT/rmt-t_b16.onnx" "$OUT/rmt-t_b16_int8.onnx" | tee "$OUT/speed_backbone.md"
 PROFILE=(tools/deployment/profile_onnx.py --threads "$THREADS" --runs 1)
-for graph in rmt-t_b16 rmt-t_b16_int8_onnxruntime; do
+for graph in rmt-t_b16 rmt-t_b16_int8; do
     "$PYTHON" "${PROFILE[@]}" "$OUT/$graph.onnx" | tee "$OUT/profile_$graph.md"
 done
 export_graph $RETINA --shape 800 1216 --out "$OUT/retinanet.onnx"
@@ -54,11 +52,10 @@ echo "## accuracy of the demo model ($CHECKPOINT)"
 "$PYTHON" tools/test.py $DEMO "$CHECKPOINT" --work-dir "$OUT/test_torch" > "$OUT/test_torch.log" 2>&1
 grep -o 'coco/bbox_mAP: [0-9.]*.*coco/segm_mAP: [0-9.]*' "$OUT/test_torch.log" | tail -1 | sed 's/^/torch eager: /'
 export_graph $DEMO --weights "$CHECKPOINT" --shape 128 128 --out "$OUT/demo.onnx" --verify
+"$PYTHON" tools/deployment/quantize_onnx.py "$OUT/demo.onnx" --config $DEMO --out "$OUT/demo_int8.onnx" | tail -3
 for runtime in onnxruntime openvino; do
-    "$PYTHON" tools/deployment/quantize_onnx.py "$OUT/demo.onnx" --config $DEMO --runtime $runtime \
-        --out "$OUT/demo_int8_$runtime.onnx" | tail -3
     for precision in f32 $([ $runtime = openvino ] && echo $BF16); do
-        for graph in demo demo_int8_$runtime; do
+        for graph in demo demo_int8; do
             "$PYTHON" tools/deployment/test_onnx.py $DEMO "$OUT/$graph.onnx" --runtime $runtime --precision $precision \
                 --work-dir "$OUT/test_${graph}_${runtime}_$precision" 2>&1 | tail -1
         done

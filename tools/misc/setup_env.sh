@@ -8,7 +8,7 @@
 #       cache is skipped), else built from the PyPI sdist and cached there
 #   mmrmt itself, editable, with its extras all (mmdet 3.3.0, mmsegmentation
 #       1.2.2 + ftfy, regex), tests (pytest), deploy (onnx, onnxruntime,
-#       onnxscript) and openvino (openvino, nncf); with them mmengine and timm
+#       onnxscript) and openvino; with them mmengine and timm
 # and finally checks that mmcv.ops.nms runs. Any failure ends it with one
 # "[setup] error: ..." line naming the command that failed.
 set -eEuo pipefail
@@ -101,7 +101,7 @@ fi
 # Reinstall the Python dependencies whenever their declarations change.
 STAMP=$VENV/.mmrmt-requirements
 wanted=$(cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, ftfy, regex, onnx, onnxruntime, onnxscript, openvino, nncf, mmrmt"; then
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, ftfy, regex, onnx, onnxruntime, onnxscript, openvino, mmrmt"; then
     log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable; extras all, tests, deploy, openvino)"
     "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT[all,tests,deploy,openvino]"
     echo "$wanted" > "$STAMP"
