@@ -78,7 +78,8 @@ def test_bad_arguments_are_clear_errors():
 
 def test_exported_model_in_both_runtimes_beside_torch_with_output_errors(tmp_path):
     out = tmp_path / 'upernet.onnx'
-    check_ok(run_tool(['deployment/pytorch2onnx.py', SEG_CONFIG, '--shape', 64, 96, '--batch', 2, '--out', out]))
+    check_ok(run_tool(['deployment/pytorch2onnx.py', SEG_CONFIG, '--shape', 64, 96, '--batch', 2, '--out', out,
+                       '--verify']))
     result = run_tool([TOOL, SEG_CONFIG, '--impl', 'fast', '--batch', 2, '--shape', 64, 96, '--mode', 'infer',
                        '--repeats', 1, '--warmup', 0, '--onnx', out, '--runtime', 'onnxruntime', 'openvino'])
     check_ok(result)
@@ -89,5 +90,7 @@ def test_exported_model_in_both_runtimes_beside_torch_with_output_errors(tmp_pat
                       result.stdout, re.M)
     assert [label for label, _, _ in rows] == ['fast', f'onnxruntime {out}', f'openvino f32 {out}']
     errors = {label: float(error) for label, _, error in rows}
-    # the same tensor-mode outputs as torch's float32 eager run on the same inputs (float32: within 1e-4)
-    assert errors['fast'] == 0 and 0 < max(errors.values()) < 1e-4, errors
+    # torch's row against itself; the file in OpenVINO against the same file in onnxruntime, which matches torch
+    # (the export's --verify): float32 in another order, within 1e-4
+    assert errors['fast'] == 0 and errors[f'onnxruntime {out}'] == 0, errors
+    assert 0 < errors[f'openvino f32 {out}'] < 1e-4, errors

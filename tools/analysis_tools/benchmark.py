@@ -25,8 +25,10 @@ NMS) instead of ``predict``. ``--runtime onnxruntime openvino`` times each
 file in each runtime; ``--precision f32 bf16`` adds torch's bf16 autocast
 and OpenVINO's bf16 inference (CPUs with AVX-512 BF16 or AMX only; an int8
 file runs int8 at either precision). The table then also gives each
-contender's outputs' largest difference from the first torch float32
-one's, relative to their largest value. The header names the CPU and the
+contender's outputs' largest difference, relative to their largest value,
+from float32 with the same weights: a torch row's from the first torch
+row's, a file's from the first --onnx file's first row (the float32 file
+in the first runtime; the torch model and the files hold other weights). The header names the CPU and the
 flags that decide int8's and bf16's worth (AVX2, AVX-512F, VNNI, BF16, AMX).
 
 Examples::
@@ -471,13 +473,15 @@ def format_table(args: argparse.Namespace, results: Dict[str, dict]) -> str:
     """The Markdown table: one row a contender and mode; with --onnx also each one's output error."""
     label = (UPSTREAM_IMPL if args.upstream_repo else 'reference' if 'reference' in args.impl
              else args.impl[0] or 'default')
-    error_column = f' error vs {label} |' if args.onnx else ''
+    error_column = ' error vs float32 |' if args.onnx else ''
     lines = ['| impl | mode | median s | img/s | peak MB | speed-up vs ' f'{label} | memory vs {label} |'
              + error_column, '|---|---|---|---|---|---|---|' + '---|' * bool(args.onnx)]
     for mode, per_impl in results.items():
-        base_time, base_peak, base_outputs = per_impl[label]
+        base_time, base_peak, _ = per_impl[label]
+        references = {runtime is None: per_impl[name][2] for name, _, _, runtime, _ in reversed(contenders(args))}
+        runtimes = {name: runtime for name, _, _, runtime, _ in contenders(args)}
         for impl, (seconds, peak, outputs) in per_impl.items():
-            error = f' {output_error(base_outputs, outputs)} |' if args.onnx else ''
+            error = f' {output_error(references[runtimes[impl] is None], outputs)} |' if args.onnx else ''
             lines.append(f'| {impl} | {mode} | {seconds:.3f} | {args.batch / seconds:.2f} | '
                          f'{peak / 2**20:.0f} | {base_time / seconds:.2f}x | '
                          f'{peak / base_peak if base_peak > 0 else float("nan"):.2f}x |' + error)
@@ -486,7 +490,7 @@ def format_table(args: argparse.Namespace, results: Dict[str, dict]) -> str:
 
 def output_error(expected: list, actual: list) -> str:
     """max |actual - expected| / max |expected| over the outputs (mmrmt.deployment.relative_difference),
-    or 'n/a' for a file whose outputs are not the torch model's (e.g. a backbone beside a whole model)."""
+    or 'n/a' for outputs of another kind."""
     from mmrmt.deployment.verify import relative_difference
     try:
         return f'{relative_difference([torch.from_numpy(array) for array in expected], actual):.1e}'
