@@ -9,7 +9,7 @@ clone, or from a wheel built by ``pip wheel . --no-deps``)::
     pip install -e ".[seg]"   # with MMSegmentation
     pip install -e ".[all]"   # both (what ``make setup`` installs)
 
-plus ``[deploy]`` (ONNX export) and ``[tests]``. torch and mmcv (with its
+plus ``[deploy]`` (ONNX export), ``[openvino]`` (OpenVINO) and ``[tests]``. torch and mmcv (with its
 compiled ops) are best installed first, the OpenMMLab way (see
 requirements/mminstall.txt and ``make setup``).
 
@@ -77,6 +77,7 @@ setup(
         'tests': read_requirements('tests.txt'),
         'mim': read_requirements('mminstall.txt'),
         'deploy': read_requirements('deploy.txt'),
+        'openvino': read_requirements('openvino.txt'),
     },
     license='Apache License 2.0',
     license_files=['LICENSE'],

@@ -104,7 +104,8 @@ def test_wheel_requires_the_core_and_offers_each_library_as_an_extra(wheel):
     assert extra('seg') == {'mmsegmentation', 'ftfy', 'regex'}
     assert extra('all') == extra('det') | extra('seg')
     assert extra('deploy') == {'onnx', 'onnxruntime', 'onnxscript'}
-    assert set(metadata.get_all('Provides-Extra')) >= {'det', 'seg', 'all', 'deploy', 'tests'}
+    assert extra('openvino') == {'openvino'}
+    assert set(metadata.get_all('Provides-Extra')) >= {'det', 'seg', 'all', 'deploy', 'openvino', 'tests'}
     assert metadata['License-File'] == 'LICENSE'
     licence = [name for name in zipfile.ZipFile(wheel).namelist() if name.endswith('dist-info/licenses/LICENSE')]
     assert zipfile.ZipFile(wheel).read(licence[0]) == (REPO / 'LICENSE').read_bytes()

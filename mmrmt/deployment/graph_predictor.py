@@ -1,4 +1,4 @@
-"""mmdet's and mmseg's own ``predict`` around an exported tensor-mode graph run in onnxruntime.
+"""mmdet's and mmseg's own ``predict`` around an exported tensor-mode graph run in onnxruntime or OpenVINO.
 
 The graph computes what :class:`.TensorModeModel` exports (backbone, neck,
 the heads' raw maps); everything around it -- normalising and padding the
@@ -17,7 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .session import onnxruntime_session, shape_mismatch
+from .runtimes import open_graph
+from .session import shape_mismatch
 from .tensor_mode import TensorModeModel
 
 
@@ -75,24 +76,28 @@ def split_two_stage(model_proto) -> Tuple[bytes, bytes, List[str]]:
 
 
 class GraphPredictor:
-    """A built mmdet / mmseg model whose ``predict`` runs its graph part in onnxruntime.
+    """A built mmdet / mmseg model whose ``predict`` runs its graph part in onnxruntime or OpenVINO.
 
     Args:
         model (nn.Module): The config's model, built (its weights are not
             used: the graph holds them); supplies the data preprocessor and
             the heads' decoding.
         path (str): The exported whole-model graph (tensor mode).
-        threads (int, optional): onnxruntime's intra-op threads.
+        threads (int, optional): The runtime's threads.
+        runtime (str): 'onnxruntime' or 'openvino' (:mod:`.runtimes`).
+        precision (str): 'f32' or, in OpenVINO, 'bf16'.
 
     Raises:
         GraphError: For a cascade RoI head, a backbone-only graph, or a
             graph of another kind of model.
+        RuntimeChoiceError: For a runtime or precision this machine cannot run.
     """
 
     #: Boxes the RoI part of a two-stage graph takes masks of at most per call.
     mask_boxes_per_call = 100
 
-    def __init__(self, model: nn.Module, path: str, threads: Optional[int] = None) -> None:
+    def __init__(self, model: nn.Module, path: str, threads: Optional[int] = None, runtime: str = 'onnxruntime',
+                 precision: str = 'f32') -> None:
         import onnx
         self.model = model.eval()
         self.kind = TensorModeModel.model_kind(model)
@@ -109,10 +114,12 @@ class GraphPredictor:
                                  'its graph lacks the boxes its stages refine; only StandardRoIHead '
                                  'two-stage detectors, single-stage detectors and segmentors')
             image_part, roi_part, self.cut = split_two_stage(proto)
-            self.image_session = onnxruntime_session(image_part, threads)
-            self.roi_session = onnxruntime_session(roi_part, threads)
+            self.image_session = open_graph(image_part, runtime, precision, threads)
+            cut_shapes = {port.name: [size if isinstance(size, int) else None for size in port.shape]
+                          for port in self.image_session.get_outputs() if port.name in self.cut}
+            self.roi_session = open_graph(roi_part, runtime, precision, threads, cut_shapes)
         else:
-            self.image_session = onnxruntime_session(path, threads)
+            self.image_session = open_graph(path, runtime, precision, threads)
             self.roi_session = None
         self.image_inputs = [(spec.name, tuple(d if isinstance(d, int) else None for d in spec.shape))
                              for spec in self.image_session.get_inputs()]
@@ -165,7 +172,7 @@ class GraphPredictor:
                 delattr(owner, name)
 
     def test_step(self, data: dict) -> list:
-        """What ``model.test_step(data)`` returns, with the graph in onnxruntime.
+        """What ``model.test_step(data)`` returns, with the graph in its runtime.
 
         Graphs of one image (two-stage detectors, fixed-size exports of batch
         1) predict a batch image by image, each on its part of the padded
@@ -179,9 +186,11 @@ class GraphPredictor:
             return [self.model.predict(inputs[i:i + 1], samples[i:i + 1])[0] for i in range(len(samples))]
 
 
-def evaluate_graph(runner, path: str, threads: Optional[int] = None) -> dict:
-    """The runner's test loop and metrics with the model's ``test_step`` run through ``path``."""
-    predictor = GraphPredictor(runner.model, path, threads)
+def evaluate_graph(runner, path: str, threads: Optional[int] = None, runtime: str = 'onnxruntime',
+                   precision: str = 'f32') -> dict:
+    """The runner's test loop and metrics with the model's ``test_step`` run through ``path`` in
+    ``runtime`` at ``precision``."""
+    predictor = GraphPredictor(runner.model, path, threads, runtime, precision)
     runner.model.test_step = predictor.test_step
     try:
         return runner.test()

@@ -1,10 +1,11 @@
-"""Run an exported file in onnxruntime and compare it with the torch model."""
-from typing import Dict, List, Sequence, Tuple
+"""Run an exported file in onnxruntime or OpenVINO and compare it with the torch model."""
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
-from .session import onnxruntime_session, run_session
+from .runtimes import open_graph
+from .session import run_session
 from .tensor_mode import TensorModeModel, random_proposals
 
 
@@ -15,12 +16,12 @@ def relative_difference(expected: Sequence[torch.Tensor], actual: Sequence[np.nd
         ValueError: If the outputs differ in number or shape.
     """
     if len(expected) != len(actual):
-        raise ValueError(f'onnxruntime returned {len(actual)} outputs, torch {len(expected)}')
+        raise ValueError(f'the graph returned {len(actual)} outputs, torch {len(expected)}')
     worst = 0.0
     for index, (reference, result) in enumerate(zip(expected, actual)):
         result = torch.from_numpy(result)
         if result.shape != reference.shape:
-            raise ValueError(f'output {index}: onnxruntime gave shape {tuple(result.shape)}, torch '
+            raise ValueError(f'output {index}: the graph gave shape {tuple(result.shape)}, torch '
                              f'{tuple(reference.shape)}')
         if reference.numel():
             scale = reference.abs().max().clamp_min(torch.finfo(reference.dtype).tiny)
@@ -70,10 +71,12 @@ def verification_inputs(model: TensorModeModel, sizes: Sequence[Tuple[int, int]]
     return inputs
 
 
-def compare_with_onnxruntime(model: TensorModeModel, path: str,
-                             inputs: Dict[str, Tuple[torch.Tensor, ...]]) -> Dict[str, float]:
-    """:func:`relative_difference` of ``path`` in onnxruntime from ``model`` in torch, per input."""
-    session = onnxruntime_session(path)
+def compare_with_runtime(model: TensorModeModel, path: str, inputs: Dict[str, Tuple[torch.Tensor, ...]],
+                         runtime: str = 'onnxruntime', precision: str = 'f32',
+                         threads: Optional[int] = None) -> Dict[str, float]:
+    """:func:`relative_difference` of ``path`` in ``runtime`` at ``precision`` from ``model`` in torch,
+    per input."""
+    session = open_graph(path, runtime, precision, threads)
     model.eval()
     differences = {}
     for description, tensors in inputs.items():
@@ -81,3 +84,9 @@ def compare_with_onnxruntime(model: TensorModeModel, path: str,
             expected = model(*tensors)
         differences[description] = relative_difference(expected, run_session(session, tensors))
     return differences
+
+
+def compare_with_onnxruntime(model: TensorModeModel, path: str,
+                             inputs: Dict[str, Tuple[torch.Tensor, ...]]) -> Dict[str, float]:
+    """:func:`compare_with_runtime` in onnxruntime, float32."""
+    return compare_with_runtime(model, path, inputs)

@@ -98,7 +98,7 @@ def test_relative_difference_is_relative_to_the_largest_value_and_checks_shapes(
     expected = [torch.tensor([1.0, -4.0]), torch.tensor([[2.0]])]
     actual = [torch.tensor([1.0, -4.004]).numpy(), torch.tensor([[2.001]]).numpy()]
     assert relative_difference(expected, actual) == pytest.approx(1e-3, rel=1e-3)  # 0.004 / 4
-    with pytest.raises(ValueError, match=r'output 1: onnxruntime gave shape \(1,\), torch \(1, 1\)'):
+    with pytest.raises(ValueError, match=r'output 1: the graph gave shape \(1,\), torch \(1, 1\)'):
         relative_difference(expected, [actual[0], torch.tensor([2.0]).numpy()])
 
 

@@ -1,6 +1,6 @@
-"""mmrmt.deployment.graph_predictor and quantize: a graph in onnxruntime predicts what the torch model
-predicts through mmdet's / mmseg's own decoding (tiny RMT configs, demo pictures); the int8 graph
-keeps attention in float and stays close to the float one."""
+"""mmrmt.deployment.graph_predictor and quantize: a graph in onnxruntime or OpenVINO predicts what the
+torch model predicts through mmdet's / mmseg's own decoding (tiny RMT configs, demo pictures); the int8
+graph keeps attention in float and stays close to the float one in either runtime."""
 from pathlib import Path
 
 import onnx
@@ -10,7 +10,7 @@ from mmengine.config import Config
 from mmengine.dataset import pseudo_collate
 from mmengine.registry import DATASETS
 
-from mmrmt.deployment import TensorModeModel, export_onnx, relative_difference
+from mmrmt.deployment import RUNTIMES, TensorModeModel, export_onnx, open_graph, relative_difference
 from mmrmt.deployment.calibration import calibration_feeds, preprocessed_images
 from mmrmt.deployment.graph_predictor import GraphError, GraphPredictor
 from mmrmt.deployment.quantize import ATTENTION_PRODUCT, PERMUTATION, is_permutation, quantize_graph
@@ -47,7 +47,8 @@ def first_samples(cfg: Config, count: int = 4) -> dict:
     return pseudo_collate([dataset[index] for index in range(count)])
 
 
-def test_two_stage_graph_predicts_what_torch_predicts(demo_root, tmp_path):
+@pytest.mark.parametrize('runtime', RUNTIMES)
+def test_two_stage_graph_predicts_what_torch_predicts(runtime, demo_root, tmp_path):
     cfg = config_on(DET_CONFIG, det_data_options(demo_root))
     # an untrained RPN scores every anchor alike: keep the boxes that score, so there is something to match
     cfg.model.test_cfg.rcnn.score_thr = 0.0
@@ -55,7 +56,7 @@ def test_two_stage_graph_predicts_what_torch_predicts(demo_root, tmp_path):
     data = first_samples(cfg)
     with torch.no_grad():
         expected = model.test_step(data)
-    actual = GraphPredictor(model, str(tmp_path / 'det.onnx')).test_step(data)
+    actual = GraphPredictor(model, str(tmp_path / 'det.onnx'), runtime=runtime).test_step(data)
     for want, got in zip(expected, actual):
         want, got = want.pred_instances, got.pred_instances
         assert len(want) == len(got) > 0
@@ -65,13 +66,14 @@ def test_two_stage_graph_predicts_what_torch_predicts(demo_root, tmp_path):
         assert (got.masks != want.masks).float().mean() < 1e-3
 
 
-def test_segmentor_graph_predicts_what_torch_predicts(demo_root, tmp_path):
+@pytest.mark.parametrize('runtime', RUNTIMES)
+def test_segmentor_graph_predicts_what_torch_predicts(runtime, demo_root, tmp_path):
     cfg = config_on(SEG_CONFIG, seg_data_options(demo_root))
     model = exported(cfg, tmp_path / 'seg.onnx')
     data = first_samples(cfg, 2)
     with torch.no_grad():
         expected = model.test_step(data)
-    actual = GraphPredictor(model, str(tmp_path / 'seg.onnx')).test_step(data)
+    actual = GraphPredictor(model, str(tmp_path / 'seg.onnx'), runtime=runtime).test_step(data)
     for want, got in zip(expected, actual):
         torch.testing.assert_close(got.seg_logits.data, want.seg_logits.data, atol=1e-4, rtol=1e-4)
 
@@ -120,4 +122,20 @@ def test_int8_keeps_attention_float_and_stays_close(demo_root, tmp_path):
     for feed in feeds:
         expected = [torch.from_numpy(array) for array in float_session.run(None, feed)]
         # the RPN's maps (the RoI head's outputs of an untrained model are near-constant)
+        assert relative_difference(expected[:10], int8_session.run(None, feed)[:10]) < 0.1
+
+
+def test_openvino_runs_the_int8_graph_in_int8_close_to_float(demo_root, tmp_path):
+    cfg = config_on(DET_CONFIG, det_data_options(demo_root))
+    model = exported(cfg, tmp_path / 'det.onnx')
+    feeds = list(calibration_feeds(str(tmp_path / 'det.onnx'), model, preprocessed_images(cfg, model, 4)))
+    quantize_graph(str(tmp_path / 'det.onnx'), str(tmp_path / 'int8.onnx'), feeds, str(tmp_path))
+    float_session, int8_session = (open_graph(str(tmp_path / name), 'openvino') for name in ('det.onnx', 'int8.onnx'))
+    int8_runtime_precisions = {op.get_rt_info()['runtimePrecision'].astype(str)
+                               for op in int8_session.compiled.get_runtime_model().get_ops()
+                               if 'runtimePrecision' in op.get_rt_info()}
+    assert {'i8', 'u8'} & int8_runtime_precisions  # OpenVINO runs int8 kernels, not dequantised float
+    for feed in feeds:
+        expected = [torch.from_numpy(array) for array in float_session.run(None, feed)]
+        # the RPN's maps, within the same bound as in onnxruntime above
         assert relative_difference(expected[:10], int8_session.run(None, feed)[:10]) < 0.1

@@ -1,4 +1,5 @@
-"""tools/analysis_tools/benchmark.py compares attention implementations in one run."""
+"""tools/analysis_tools/benchmark.py compares attention implementations in one run, and exported files in
+onnxruntime and OpenVINO beside torch, with their outputs' difference from torch's."""
 import os
 import re
 import subprocess
@@ -6,7 +7,9 @@ import sys
 
 import pytest
 from helpers.tool_modules import exit_line, import_tool
-from tool_process import DET_CONFIG, REPO, check_ok, run_tool, tool_env
+from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, run_tool, tool_env
+
+from mmrmt.deployment.cpu_features import cpu_features
 
 TOOL = 'analysis_tools/benchmark.py'
 benchmark = import_tool('tools/analysis_tools/benchmark.py')
@@ -47,8 +50,13 @@ def test_whole_model_of_a_config_trains_and_predicts():
     (['--backbone', 'rmt-t', '--device', 'tpu'], "--device must be 'cpu' or 'cuda', got 'tpu'."),
     (['--backbone', 'rmt-t', '--impl', 'fast', 'fast'], "--impl lists an implementation twice: ['fast', 'fast']."),
     (['--backbone', 'rmt-t', '--warmup', '-1'], '--repeats and --batch must be >= 1 and --warmup >= 0.'),
-    (['--backbone', 'rmt-t', '--onnx', 'rmt-t.onnx'], '--onnx times inference on the CPU in float32: give '
-                                                      '--mode infer, no --device cuda, no --amp.'),
+    (['--backbone', 'rmt-t', '--onnx', 'rmt-t.onnx'], '--onnx times inference on the CPU: give --mode infer, '
+                                                      'no --device cuda, no --amp (--precision f32 bf16 compares '
+                                                      'precisions).'),
+    (['--backbone', 'rmt-t', '--runtime', 'openvino'], '--runtime and --precision choose how --onnx files run: '
+                                                       'add --onnx FILE.'),
+    (['--backbone', 'rmt-t', '--mode', 'infer', '--onnx', str(DET_CONFIG), '--precision', 'bf16'],
+     "--precision bf16 runs in OpenVINO only (onnxruntime's CPU kernels are float32): add --runtime openvino"),
     (['--backbone', 'rmt-t', '--mode', 'infer', '--onnx', 'missing.onnx'], '--onnx file not found: missing.onnx'),
     (['--backbone', 'rmt-t', '--upstream-repo', '.'], '--upstream-repo compares ResT backbones: give --backbone '
                                                       'rest-ARCH (e.g. rest-lite), no config, no --onnx.'),
@@ -95,3 +103,23 @@ def test_backbones_build_with_only_mmsegmentation_installed(tmp_path):
                              '--warmup', '0'], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     check_ok(result)
     assert set(rows(result.stdout)) == {('fast', 'infer')}
+
+
+def test_exported_model_in_both_runtimes_beside_torch_with_output_errors(tmp_path):
+    out = tmp_path / 'upernet.onnx'
+    check_ok(run_tool(['deployment/pytorch2onnx.py', SEG_CONFIG, '--shape', 64, 96, '--batch', 2, '--out', out,
+                       '--verify']))
+    result = run_tool([TOOL, SEG_CONFIG, '--impl', 'fast', '--batch', 2, '--shape', 64, 96, '--mode', 'infer',
+                       '--repeats', 1, '--warmup', 0, '--onnx', out, '--runtime', 'onnxruntime', 'openvino'])
+    check_ok(result)
+    assert f'# CPU {cpu_features().summary()}' in result.stdout.splitlines()
+    assert re.search(rf'^# tensor mode in torch and {re.escape(str(out))} in onnxruntime [\d.]+, openvino \S+$',
+                     result.stdout, re.M)
+    rows = re.findall(r'^\| ([^|]+?) \| infer \| ([\d.]+) \| [\d.]+ \| \d+ \| [\d.]+x \| [\d.]+x \| (\S+) \|$',
+                      result.stdout, re.M)
+    assert [label for label, _, _ in rows] == ['fast', f'onnxruntime {out}', f'openvino f32 {out}']
+    errors = {label: float(error) for label, _, error in rows}
+    # torch's row against itself; the file in OpenVINO against the same file in onnxruntime, which matches torch
+    # (the export's --verify): float32 in another order, within 1e-4
+    assert errors['fast'] == 0 and errors[f'onnxruntime {out}'] == 0, errors
+    assert 0 < errors[f'openvino f32 {out}'] < 1e-4, errors

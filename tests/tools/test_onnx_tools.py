@@ -4,7 +4,7 @@ import re
 
 import onnx
 import pytest
-from tool_process import DET_CONFIG, check_ok, det_data_options, run_tool
+from tool_process import DET_CONFIG, check_ok, det_data_options, metric, run_tool
 
 EXPORT = 'deployment/pytorch2onnx.py'
 
@@ -84,3 +84,33 @@ def test_profile_lists_op_types(graphs):
     shares = [float(share) for _, _, share in rows[:-1]]
     assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 100.1
     assert {'Gemm', 'Conv'} & {op for op, _, _ in rows}
+
+
+def reported_metrics(output: str, label: str) -> dict:
+    """The metrics test_onnx.py printed on its '... in LABEL: name value, ...' line."""
+    line = re.search(rf'^\S+ in {label}: (.+)$', output, re.M).group(1)
+    return {name: float(value) for name, value in re.findall(r'(coco/\w+) (-?[\d.]+)', line)}
+
+
+def test_openvino_f32_reproduces_tools_test_metrics(det_work_dir, det_test_run, demo_root, tmp_path):
+    """The trained detector's graph in OpenVINO (f32) scores what tools/test.py scores in torch."""
+    graph = tmp_path / 'trained.onnx'
+    check_ok(run_tool([EXPORT, DET_CONFIG, '--weights', det_work_dir / 'iter_4.pth', '--shape', 64, 64,
+                       '--out', graph]))
+    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, graph, '--runtime', 'openvino', '--work-dir',
+                       tmp_path / 'work', '--cfg-options', *det_data_options(demo_root)], timeout=900)
+    check_ok(result)
+    got = reported_metrics(result.stdout, 'openvino f32')
+    expected = {name: metric(det_test_run.stdout, name) for name in got}
+    assert {'coco/bbox_mAP', 'coco/bbox_mAP_50', 'coco/segm_mAP'} <= set(got)
+    # float32 outputs within ~1e-6 of torch's rank every box alike: the same metrics, to the printed digits
+    assert got == pytest.approx(expected, abs=1e-4), (got, expected)
+    assert max(expected.values()) > 0, expected  # something was detected: the comparison is not of zeros
+
+
+def test_test_onnx_refuses_bf16_in_onnxruntime_before_building(graphs, tmp_path):
+    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, graphs / 'det.onnx', '--precision', 'bf16',
+                       '--work-dir', tmp_path / 'work'])
+    assert last_line(result) == ("error: --precision bf16 runs in OpenVINO only (onnxruntime's CPU kernels are "
+                                 'float32): add --runtime openvino')
+    assert not (tmp_path / 'work').exists()

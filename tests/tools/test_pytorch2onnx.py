@@ -205,3 +205,22 @@ def test_cascade_exports_at_a_fixed_size_and_refuses_dynamic(tmp_path, capsys):
     check_ok(result)
     differences = [float(value) for value, _ in DIFFERENCE.findall(result.stdout)]
     assert len(differences) == 2 and max(differences) < 1e-4
+
+
+def test_verify_in_openvino_compares_with_torch(tmp_path, capsys):
+    out = tmp_path / 'backbone.onnx'
+    pytorch2onnx.main([str(DET_CONFIG), '--shape', '64', '96', '--dynamic', '--backbone-only', '--out', str(out),
+                       '--verify', '--runtime', 'openvino'])
+    printed = capsys.readouterr().out
+    differences = {description: float(value) for value, description in re.findall(
+        r'^openvino f32 vs torch, max \|difference\| / max \|value\|: (\S+) \((.+)\)$', printed, re.M)}
+    assert set(differences) == {f'{kind} {size}' for kind in ('random', 'demo picture')
+                                for size in ('64x96', '128x128', '77x123')}
+    # float32 in another runtime: the same sums in another order, far below 1e-4 of the largest value
+    assert 0 < max(differences.values()) < 1e-4, differences
+
+
+def test_runtime_without_verify_is_refused(tmp_path, capsys):
+    assert exit_line([DET_CONFIG, '--shape', 64, 64, '--runtime', 'openvino', '--out', tmp_path / 'm.onnx'],
+                     capsys) == 'error: --runtime and --precision choose where --verify runs the file: add --verify'
+    assert list(tmp_path.iterdir()) == []

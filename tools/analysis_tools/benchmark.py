@@ -21,7 +21,15 @@ With ``--onnx FILE`` (infer mode, CPU) a further worker times the exported
 file in onnxruntime, interleaved with the torch workers, which then run the
 same tensor-mode forward on the same inputs (``mmrmt.deployment``: for
 two-stage detectors 1000 given proposals instead of the RPN's decoding and
-NMS) instead of ``predict``.
+NMS) instead of ``predict``. ``--runtime onnxruntime openvino`` times each
+file in each runtime; ``--precision f32 bf16`` adds torch's bf16 autocast
+and OpenVINO's bf16 inference (CPUs with AVX-512 BF16 or AMX only; an int8
+file runs int8 at either precision). The table then also gives each
+contender's outputs' largest difference, relative to their largest value,
+from float32 with the same weights: a torch row's from the first torch
+row's, a file's from the first --onnx file's first row (the float32 file
+in the first runtime; the torch model and the files hold other weights). The header names the CPU and the
+flags that decide int8's and bf16's worth (AVX2, AVX-512F, VNNI, BF16, AMX).
 
 Examples::
 
@@ -33,6 +41,8 @@ Examples::
         --impl fast reference --batch 2 --shape 800 1216 --device cuda --amp bf16
     python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast --batch 16 --shape 224 224 \\
         --mode infer --onnx rmt-t.onnx
+    python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast --batch 16 --shape 224 224 \\
+        --mode infer --onnx rmt-t.onnx rmt-t_int8.onnx --runtime onnxruntime openvino --precision f32 bf16
     python tools/analysis_tools/benchmark.py --backbone rest-lite --impl fast --upstream-repo ../ResT \\
         --batch 1 --shape 800 1216 --mode train --threads 2
 """
@@ -53,8 +63,9 @@ import torch
 
 #: ``--backbone`` TYPE -> the registered backbone.
 BACKBONE_TYPES = {'rmt': 'RMT', 'rest': 'ResT', 'resmlp': 'ResMLP'}
-ONNX_IMPL = 'onnxruntime'
 UPSTREAM_IMPL = 'upstream'
+#: A worker's job: (its label in the table, torch impl, precision, runtime or None for torch, file).
+Contender = Tuple[str, Optional[str], str, Optional[str], Optional[str]]
 #: Proposals given to two-stage detectors in tensor mode (the RPN's test-time count).
 TENSOR_MODE_PROPOSALS = 1000
 
@@ -71,6 +82,7 @@ def import_by_path(path: Path) -> ModuleType:
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    from mmrmt.deployment.runtimes import PRECISIONS, RUNTIMES
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config', nargs='?', help='a config file: benchmark its whole model '
                         '(predict for infer, loss + backward for train)')
@@ -89,7 +101,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--threads', type=int, help='torch CPU threads (default: torch\'s)')
     parser.add_argument('--onnx', metavar='FILE', nargs='+',
                         help='also time these files (exported by tools/deployment/pytorch2onnx.py, '
-                        'e.g. float32 and int8 from quantize_onnx.py) in onnxruntime (infer mode, CPU)')
+                        'e.g. float32 and int8 from quantize_onnx.py) in --runtime (infer mode, CPU)')
+    parser.add_argument('--runtime', nargs='+', choices=RUNTIMES, default=['onnxruntime'],
+                        help='with --onnx: the runtimes each file runs in (default onnxruntime)')
+    parser.add_argument('--precision', nargs='+', choices=PRECISIONS, default=['f32'],
+                        help="with --onnx: f32 and/or bf16, torch's autocast and OpenVINO's inference "
+                             'precision (bf16: CPUs with AVX-512 BF16 or AMX; onnxruntime runs f32 only)')
     parser.add_argument('--upstream-repo', metavar='PATH', help="with --backbone rest-ARCH: also run the "
                         "authors' ResT from this clone of github.com/wofmanaf/ResT, same weights")
     args = parser.parse_args(argv)
@@ -156,11 +173,14 @@ def check_args(args: argparse.Namespace) -> None:
         raise PreflightError('--repeats and --batch must be >= 1 and --warmup >= 0.')
     if args.onnx is not None:
         if args.mode != ['infer'] or args.device != 'cpu' or args.amp != 'none':
-            raise PreflightError('--onnx times inference on the CPU in float32: give --mode infer, no '
-                                 '--device cuda, no --amp.')
+            raise PreflightError('--onnx times inference on the CPU: give --mode infer, no --device cuda, no '
+                                 '--amp (--precision f32 bf16 compares precisions).')
         for path in args.onnx:
             if not Path(path).is_file():
                 raise PreflightError(f'--onnx file not found: {path}')
+        check_runtimes(args)
+    elif args.runtime != ['onnxruntime'] or args.precision != ['f32']:
+        raise PreflightError('--runtime and --precision choose how --onnx files run: add --onnx FILE.')
     if args.upstream_repo is not None:
         check_upstream_repo = import_by_path(UPSTREAM_REST).check_upstream_repo
         if not (args.backbone or '').lower().startswith('rest-') or args.onnx:
@@ -170,6 +190,32 @@ def check_args(args: argparse.Namespace) -> None:
             check_upstream_repo(args.upstream_repo)
         except FileNotFoundError as error:
             raise PreflightError(str(error)) from error
+
+
+def check_runtimes(args: argparse.Namespace) -> None:
+    """Fail unless every --runtime is installed and runs every --precision (bf16 in OpenVINO,
+    onnxruntime's rows f32 only), and torch's bf16 autocast has native bf16.
+
+    Raises:
+        PreflightError: One line naming the problem and the fix.
+    """
+    from mmrmt.deployment.cpu_features import cpu_features
+    from mmrmt.deployment.runtimes import check_runtime
+    for precision in args.precision:
+        for runtime in args.runtime:
+            if not (runtime == 'onnxruntime' and precision == 'bf16' and 'openvino' in args.runtime):
+                check_runtime(runtime, precision)
+    features = cpu_features()
+    if 'bf16' in args.precision and not features.bf16:
+        from mmrmt.utils import PreflightError
+        raise PreflightError(f"--precision bf16: this CPU ({features.model}) has no AVX-512 BF16 or AMX, where "
+                             "torch's bf16 autocast is emulated; use --precision f32")
+
+
+def runtime_pairs(args: argparse.Namespace) -> List[Tuple[str, str]]:
+    """(runtime, precision) of the rows of each --onnx file: onnxruntime in f32 only."""
+    return [(runtime, precision) for runtime in args.runtime for precision in args.precision
+            if runtime == 'openvino' or precision == 'f32']
 
 
 def check_onnx_inputs(args: argparse.Namespace) -> None:
@@ -198,11 +244,18 @@ def onnx_input_mismatch(path: str, batch: int, shape: Tuple[int, int]) -> Option
     return shape_mismatch(declared, given)
 
 
-def contenders(args: argparse.Namespace) -> List[Optional[str]]:
-    """The torch implementations, then 'onnxruntime FILE' for each --onnx file, or the authors' ResT
-    with --upstream-repo."""
-    return [*args.impl, *(f'{ONNX_IMPL} {path}' for path in args.onnx or ()),
-            *([UPSTREAM_IMPL] if args.upstream_repo else [])]
+def contenders(args: argparse.Namespace) -> List[Contender]:
+    """The torch implementations (with --onnx at each --precision), then each --onnx file in each
+    runtime and precision ('onnxruntime FILE', 'openvino bf16 FILE'), or the authors' ResT with
+    --upstream-repo."""
+    from mmrmt.deployment.runtimes import runtime_label
+    precisions = args.precision if args.onnx else ['f32']
+    eager = [(f'{impl or "default"}{" bf16 autocast" * (precision == "bf16")}', impl, precision, None, None)
+             for precision in precisions for impl in args.impl]
+    graphs = [(f'{runtime_label(runtime, precision)} {path}', None, precision, runtime, path)
+              for path in args.onnx or () for runtime, precision in runtime_pairs(args)]
+    upstream = [(UPSTREAM_IMPL, UPSTREAM_IMPL, 'f32', None, None)] if args.upstream_repo else []
+    return eager + graphs + upstream
 
 
 # --- worker side --------------------------------------------------------------------
@@ -318,20 +371,22 @@ def tensor_mode_inputs(args: argparse.Namespace, two_stage: bool) -> Tuple[torch
     return images, random_proposals(TENSOR_MODE_PROPOSALS, *args.shape, generator)
 
 
-def onnx_worker(args: argparse.Namespace, path: str, conn) -> None:
-    """Open ``path`` in onnxruntime, then run it once per 'step' message."""
-    from mmrmt.deployment.session import onnxruntime_session, run_session
+def graph_worker(args: argparse.Namespace, path: str, runtime: str, precision: str, conn) -> None:
+    """Open ``path`` in ``runtime`` at ``precision``, then run it once per 'step' message."""
+    from mmrmt.deployment.runtimes import open_graph
+    from mmrmt.deployment.session import run_session
     if args.threads:
         torch.set_num_threads(args.threads)
-    session = onnxruntime_session(path, args.threads)
+    session = open_graph(path, runtime, precision, args.threads)
     inputs = tensor_mode_inputs(args, two_stage=len(session.get_inputs()) == 2)
     serve(conn, lambda: run_session(session, inputs), 'cpu')
 
 
-def worker(args: argparse.Namespace, impl: Optional[str], mode: str, conn) -> None:
+def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> None:
     """Build one model, then run one iteration per 'step' message."""
-    if impl is not None and impl.startswith(ONNX_IMPL):
-        return onnx_worker(args, impl.partition(' ')[2], conn)
+    _, impl, precision, runtime, path = contender
+    if runtime is not None:
+        return graph_worker(args, path, runtime, precision, conn)
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -340,10 +395,11 @@ def worker(args: argparse.Namespace, impl: Optional[str], mode: str, conn) -> No
         model = TensorModeModel(build_whole_model(args.config, impl)[0] if args.config
                                 else build_backbone(args.backbone, impl)).eval()
         inputs = tensor_mode_inputs(args, model.kind == 'two_stage')
+        autocast = torch.autocast('cpu', dtype=torch.bfloat16) if precision == 'bf16' else nullcontext()
 
-        def tensor_mode() -> None:
-            with torch.no_grad():
-                model(*inputs)
+        def tensor_mode() -> List[torch.Tensor]:
+            with torch.no_grad(), autocast:
+                return [output.float() for output in model(*inputs)]
 
         return serve(conn, tensor_mode, 'cpu')
     if impl == UPSTREAM_IMPL:
@@ -385,26 +441,30 @@ def worker(args: argparse.Namespace, impl: Optional[str], mode: str, conn) -> No
 
 
 def serve(conn, iteration, device: str) -> None:
-    """Report 'ready', time one ``iteration()`` per 'step', then send the peak memory added."""
+    """Report 'ready', time one ``iteration()`` per 'step', then send the peak memory added and
+    the last iteration's outputs (numpy arrays; None for iterations that return none)."""
     baseline = peak_baseline(device)
     conn.send('ready')
+    outputs = None
     while conn.recv() == 'step':
         start = time.perf_counter()
-        iteration()
+        outputs = iteration()
         conn.send(time.perf_counter() - start)
-    conn.send(peak_now(device) - baseline)
+    peak = peak_now(device) - baseline
+    conn.send((peak, None if outputs is None else [output.numpy() if isinstance(output, torch.Tensor) else output
+                                                   for output in outputs]))
 
 
 # --- parent side ----------------------------------------------------------------
-def run_mode(args: argparse.Namespace, mode: str) -> Dict[Optional[str], Tuple[float, int]]:
-    """Median seconds and peak bytes of each implementation, interleaved."""
+def run_mode(args: argparse.Namespace, mode: str) -> Dict[str, Tuple[float, int, Optional[list]]]:
+    """Median seconds, peak bytes and last outputs of each contender, by label, interleaved."""
     context = mp.get_context('spawn')
     workers = {}
-    for impl in contenders(args):
+    for contender in contenders(args):
         parent_end, child_end = context.Pipe()
-        process = context.Process(target=worker, args=(args, impl, mode, child_end), daemon=True)
+        process = context.Process(target=worker, args=(args, contender, mode, child_end), daemon=True)
         process.start()
-        workers[impl] = (process, parent_end)
+        workers[contender[0]] = (process, parent_end)
     try:
         for impl, (process, conn) in workers.items():
             receive(conn, process, impl)  # 'ready' once the model is built
@@ -418,7 +478,7 @@ def run_mode(args: argparse.Namespace, mode: str) -> Dict[Optional[str], Tuple[f
         results = {}
         for impl, (_, conn) in workers.items():
             conn.send('done')
-            results[impl] = (statistics.median(times[impl]), receive(conn, workers[impl][0], impl))
+            results[impl] = (statistics.median(times[impl]), *receive(conn, workers[impl][0], impl))
         return results
     finally:
         for process, _ in workers.values():
@@ -427,28 +487,42 @@ def run_mode(args: argparse.Namespace, mode: str) -> Dict[Optional[str], Tuple[f
                 process.terminate()
 
 
-def receive(conn, process, impl: Optional[str]):
+def receive(conn, process, label: str):
     """The worker's next message; an error naming it if it died (traceback above)."""
     while not conn.poll(1):
         if not process.is_alive():
-            raise RuntimeError(f'the worker of --impl {impl} died (exit code {process.exitcode}: '
+            raise RuntimeError(f'the worker of {label} died (exit code {process.exitcode}: '
                                'an exception printed above, or -9: killed, out of memory).')
     return conn.recv()
 
 
 def format_table(args: argparse.Namespace, results: Dict[str, dict]) -> str:
-    base = (UPSTREAM_IMPL if args.upstream_repo else 'reference' if 'reference' in args.impl
-            else args.impl[0])
-    label = base or 'default'
-    lines = ['| impl | mode | median s | img/s | peak MB | speed-up vs ' f'{label} | memory vs {label} |',
-             '|---|---|---|---|---|---|---|']
+    """The Markdown table: one row a contender and mode; with --onnx also each one's output error."""
+    label = (UPSTREAM_IMPL if args.upstream_repo else 'reference' if 'reference' in args.impl
+             else args.impl[0] or 'default')
+    error_column = ' error vs float32 |' if args.onnx else ''
+    lines = ['| impl | mode | median s | img/s | peak MB | speed-up vs ' f'{label} | memory vs {label} |'
+             + error_column, '|---|---|---|---|---|---|---|' + '---|' * bool(args.onnx)]
     for mode, per_impl in results.items():
-        base_time, base_peak = per_impl[base]
-        for impl, (seconds, peak) in per_impl.items():
-            lines.append(f'| {impl or "default"} | {mode} | {seconds:.3f} | {args.batch / seconds:.2f} | '
+        base_time, base_peak, _ = per_impl[label]
+        references = {runtime is None: per_impl[name][2] for name, _, _, runtime, _ in reversed(contenders(args))}
+        runtimes = {name: runtime for name, _, _, runtime, _ in contenders(args)}
+        for impl, (seconds, peak, outputs) in per_impl.items():
+            error = f' {output_error(references[runtimes[impl] is None], outputs)} |' if args.onnx else ''
+            lines.append(f'| {impl} | {mode} | {seconds:.3f} | {args.batch / seconds:.2f} | '
                          f'{peak / 2**20:.0f} | {base_time / seconds:.2f}x | '
-                         f'{peak / base_peak if base_peak > 0 else float("nan"):.2f}x |')
+                         f'{peak / base_peak if base_peak > 0 else float("nan"):.2f}x |' + error)
     return '\n'.join(lines)
+
+
+def output_error(expected: list, actual: list) -> str:
+    """max |actual - expected| / max |expected| over the outputs (mmrmt.deployment.relative_difference),
+    or 'n/a' for outputs of another kind."""
+    from mmrmt.deployment.verify import relative_difference
+    try:
+        return f'{relative_difference([torch.from_numpy(array) for array in expected], actual):.1e}'
+    except ValueError:
+        return 'n/a'
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -458,9 +532,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     print(f'# {model}: batch {args.batch}, input {args.shape[0]}x{args.shape[1]}, {args.device}, '
           f'amp {args.amp}, threads {args.threads or torch.get_num_threads()}, '
           f'{args.warmup} warm-up + {args.repeats} timed iterations, torch {torch.__version__}')
+    from mmrmt.deployment.cpu_features import cpu_features
+    print(f'# CPU {cpu_features().summary()}')
     if args.onnx:
-        import onnxruntime
-        print(f'# tensor mode in torch and {", ".join(args.onnx)} in onnxruntime {onnxruntime.__version__}')
+        versions = ', '.join(f'{runtime} {importlib.import_module(runtime).__version__}' for runtime in args.runtime)
+        print(f'# tensor mode in torch and {", ".join(args.onnx)} in {versions}')
     with tempfile.TemporaryDirectory() as directory:
         if args.upstream_repo:
             args.weights = save_upstream_weights(args, directory)

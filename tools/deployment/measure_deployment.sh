@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The numbers of docs/deployment.md in one run: speed (torch eager vs onnxruntime float32 and int8)
-# and the demo model's accuracy (tools/test.py vs test_onnx.py float32 and int8).
+# The numbers of docs/deployment.md in one run, for the CPU at hand: its flags (AVX2, AVX-512F, VNNI,
+# BF16, AMX), speed, peak memory and output error of torch eager (float32, and bf16 autocast where the CPU
+# has native bf16), onnxruntime float32 / int8 and OpenVINO f32 / bf16 / int8 in one table per model, and
+# the demo model's accuracy (tools/test.py vs test_onnx.py in each runtime and precision, float and int8).
 #
 #   bash tools/deployment/measure_deployment.sh DEMO_CHECKPOINT [OUT_DIR] [THREADS]
 #
@@ -16,6 +18,11 @@ THREADS=${3:-2}
 [ -e "$OUT" ] && { echo "error: $OUT exists; give a new OUT_DIR" >&2; exit 1; }
 mkdir -p "$OUT"
 export OMP_NUM_THREADS=$THREADS
+CPU=(-c 'from mmrmt.deployment.cpu_features import cpu_features; import sys; f = cpu_features()
+print(f"# CPU {f.summary()}" if sys.argv[1:] == ["flags"] else "bf16" * f.bf16)')
+"$PYTHON" "${CPU[@]}" flags
+BF16=$("$PYTHON" "${CPU[@]}")  # "bf16" where the CPU has AVX-512 BF16 or AMX, else empty
+RUNTIMES=(--runtime onnxruntime openvino --precision f32 $BF16)
 DEMO=configs/demo/mask-rcnn_rmt-t_fpn_demo.py
 MASK=configs/rmt/mask-rcnn_rmt-t_fpn_1x_coco.py
 RETINA=configs/rmt/retinanet_rmt-t_fpn_1x_coco.py
@@ -26,15 +33,19 @@ echo "## speed (threads $THREADS; load: $(cut -d' ' -f1-3 /proc/loadavg))"
 export_graph $MASK --backbone-only --batch 16 --shape 224 224 --out "$OUT/rmt-t_b16.onnx"
 "$PYTHON" tools/deployment/quantize_onnx.py "$OUT/rmt-t_b16.onnx" --config $MASK --images data/demo/coco/val \
     --count 16 --out "$OUT/rmt-t_b16_int8.onnx" | tail -3
-"$PYTHON" "${BENCH[@]}" --backbone rmt-t --batch 16 --shape 224 224 \
+"$PYTHON" "${BENCH[@]}" --backbone rmt-t --batch 16 --shape 224 224 "${RUNTIMES[@]}" \
     --onnx "$OUT/rmt-t_b16.onnx" "$OUT/rmt-t_b16_int8.onnx" | tee "$OUT/speed_backbone.md"
 PROFILE=(tools/deployment/profile_onnx.py --threads "$THREADS" --runs 1)
-for graph in rmt-t_b16 rmt-t_b16_int8; do "$PYTHON" "${PROFILE[@]}" "$OUT/$graph.onnx" | tee "$OUT/profile_$graph.md"; done
+for graph in rmt-t_b16 rmt-t_b16_int8; do
+    "$PYTHON" "${PROFILE[@]}" "$OUT/$graph.onnx" | tee "$OUT/profile_$graph.md"
+done
 export_graph $RETINA --shape 800 1216 --out "$OUT/retinanet.onnx"
-"$PYTHON" "${BENCH[@]}" $RETINA --batch 1 --shape 800 1216 --onnx "$OUT/retinanet.onnx" | tee "$OUT/speed_retinanet.md"
+"$PYTHON" "${BENCH[@]}" $RETINA --batch 1 --shape 800 1216 "${RUNTIMES[@]}" --onnx "$OUT/retinanet.onnx" \
+    | tee "$OUT/speed_retinanet.md"
 "$PYTHON" "${PROFILE[@]}" "$OUT/retinanet.onnx" | tee "$OUT/profile_retinanet.md"
 export_graph $MASK --shape 800 1216 --out "$OUT/mask-rcnn.onnx"
-"$PYTHON" "${BENCH[@]}" $MASK --batch 1 --shape 800 1216 --onnx "$OUT/mask-rcnn.onnx" | tee "$OUT/speed_mask-rcnn.md"
+"$PYTHON" "${BENCH[@]}" $MASK --batch 1 --shape 800 1216 "${RUNTIMES[@]}" --onnx "$OUT/mask-rcnn.onnx" \
+    | tee "$OUT/speed_mask-rcnn.md"
 "$PYTHON" "${PROFILE[@]}" "$OUT/mask-rcnn.onnx" | tee "$OUT/profile_mask-rcnn.md"
 
 echo "## accuracy of the demo model ($CHECKPOINT)"
@@ -42,6 +53,11 @@ echo "## accuracy of the demo model ($CHECKPOINT)"
 grep -o 'coco/bbox_mAP: [0-9.]*.*coco/segm_mAP: [0-9.]*' "$OUT/test_torch.log" | tail -1 | sed 's/^/torch eager: /'
 export_graph $DEMO --weights "$CHECKPOINT" --shape 128 128 --out "$OUT/demo.onnx" --verify
 "$PYTHON" tools/deployment/quantize_onnx.py "$OUT/demo.onnx" --config $DEMO --out "$OUT/demo_int8.onnx" | tail -3
-for graph in demo demo_int8; do
-    "$PYTHON" tools/deployment/test_onnx.py $DEMO "$OUT/$graph.onnx" --work-dir "$OUT/test_$graph" 2>&1 | tail -1
+for runtime in onnxruntime openvino; do
+    for precision in f32 $([ $runtime = openvino ] && echo $BF16); do
+        for graph in demo demo_int8; do
+            "$PYTHON" tools/deployment/test_onnx.py $DEMO "$OUT/$graph.onnx" --runtime $runtime --precision $precision \
+                --work-dir "$OUT/test_${graph}_${runtime}_$precision" 2>&1 | tail -1
+        done
+    done
 done

@@ -1,9 +1,10 @@
-"""Export a config's model (or its backbone) to ONNX, and check it in onnxruntime.
+"""Export a config's model (or its backbone) to ONNX, and check it in onnxruntime or OpenVINO.
 
 The graph is the model's tensor mode (mmdet's ``_forward``, mmseg's
 ``forward(mode='tensor')``): backbone, neck and heads, without box decoding
 or NMS (see docs/deployment.md for the inputs and outputs of each kind of
-model). Needs the ``deploy`` extra: ``pip install -e ".[deploy]"``.
+model). Needs the ``deploy`` extra: ``pip install -e ".[deploy]"``; ``--verify
+--runtime openvino`` the ``openvino`` extra.
 
 Examples::
 
@@ -11,6 +12,8 @@ Examples::
         --weights retinanet_rmt-t.pth --shape 800 1216 --dynamic --out retinanet_rmt-t.onnx --verify
     python tools/deployment/pytorch2onnx.py configs/rmt/upernet_rmt-t_8xb2-160k_ade20k-512x512.py \\
         --shape 512 512 --backbone-only --exporter dynamo --out rmt-t.onnx
+    python tools/deployment/pytorch2onnx.py configs/rmt/retinanet_rmt-t_fpn_1x_coco.py \
+        --shape 800 1216 --out retinanet_rmt-t.onnx --verify --runtime openvino
 """
 import argparse
 import importlib.util
@@ -22,12 +25,18 @@ import torch
 from mmengine.config import Config
 
 from mmrmt.checkpoint import load_model_weights
-from mmrmt.deployment import (EXPORTERS, MIN_DYNAMIC_SIZE, TensorModeModel, check_opset,
-                              compare_with_onnxruntime, exact_roi_min_side, export_onnx, verification_inputs)
+from mmrmt.deployment import (EXPORTERS, MIN_DYNAMIC_SIZE, TensorModeModel, add_runtime_arguments, check_opset,
+                              check_runtime, compare_with_runtime, exact_roi_min_side, export_onnx, runtime_label,
+                              verification_inputs)
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
                          read_config, read_run_checkpoint, run_main)
 
 DEPLOY_HINT = 'install the deploy extra: pip install -e ".[deploy]"'
+#: --verify's default bound on |difference| / max|value| per --precision. float32: the
+#: graphs' sums round as torch's do, in another order (2^-24 per op, far below 1e-4 over
+#: the ~100 rounded layers of a model). bf16 keeps 8 significant bits: 2^-8 per rounded
+#: GEMM / conv input, adding up like a random walk over ~100 such layers, 2^-8 * sqrt(100) = 4e-2.
+DEFAULT_TOLERANCE = {'f32': 1e-4, 'bf16': 5e-2}
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -48,9 +57,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         'dynamo (default 18)')
     parser.add_argument('--out', required=True, help='the .onnx file to write')
     parser.add_argument('--verify', action='store_true',
-                        help='run the file in onnxruntime on random and demo images and compare')
-    parser.add_argument('--tolerance', type=float, default=1e-4,
-                        help='--verify fails above this |difference| / max|value| (default 1e-4)')
+                        help='run the file in --runtime on random and demo images and compare with torch')
+    add_runtime_arguments(parser, what='--verify in')
+    parser.add_argument('--tolerance', type=float,
+                        help='--verify fails above this |difference| / max|value| (default 1e-4; with '
+                             '--precision bf16 5e-2)')
     parser.add_argument('--backbone-only', action='store_true', help='export the backbone alone')
     parser.add_argument('--force', action='store_true', help='overwrite --out if it exists')
     add_cfg_options(parser, example='model.backbone.impl=reference')
@@ -88,8 +99,11 @@ def preflight(args: argparse.Namespace) -> Config:
         check_opset(args.exporter, args.opset)
     except ValueError as error:
         raise PreflightError(str(error)) from None
-    check_modules(['onnx', *(['onnxscript'] if args.exporter == 'dynamo' else []),
-                   *(['onnxruntime'] if args.verify else [])])
+    check_modules(['onnx', *(['onnxscript'] if args.exporter == 'dynamo' else [])])
+    if args.verify:
+        check_runtime(args.runtime, args.precision)
+    elif (args.runtime, args.precision) != ('onnxruntime', 'f32'):
+        raise PreflightError('--runtime and --precision choose where --verify runs the file: add --verify')
     if 'model' not in cfg or cfg.get('default_scope', 'mmdet') not in ('mmdet', 'mmseg'):
         raise PreflightError(f"{args.config} is not an mmdet or mmseg model config (no model, or "
                              f"default_scope {cfg.get('default_scope')!r})")
@@ -162,16 +176,19 @@ def main(argv: Optional[List[str]] = None) -> None:
               f'this graph pools as torch RoIs of sides >= {exact_side:g} px (--verify checks those); '
               'export with --opset 16 or higher for every RoI')
     if args.verify:
-        differences = compare_with_onnxruntime(
+        differences = compare_with_runtime(
             model, args.out, verification_inputs(model, verification_sizes(args.shape, args.dynamic), batch,
                                                  picture_batch=1 if args.dynamic else batch,
-                                                 min_proposal_side=max(1.0, exact_side)))
+                                                 min_proposal_side=max(1.0, exact_side)),
+            args.runtime, args.precision)
+        label = runtime_label(args.runtime, args.precision)
         for description, difference in differences.items():
-            print(f'onnxruntime vs torch, max |difference| / max |value|: {difference:.2e} ({description})')
+            print(f'{label} vs torch, max |difference| / max |value|: {difference:.2e} ({description})')
         worst = max(differences.values())
-        if worst > args.tolerance:
-            raise PreflightError(f'onnxruntime differs from torch by {worst:.2e} of the largest value, '
-                                 f'more than --tolerance {args.tolerance:g}')
+        tolerance = DEFAULT_TOLERANCE[args.precision] if args.tolerance is None else args.tolerance
+        if worst > tolerance:
+            raise PreflightError(f'{label} differs from torch by {worst:.2e} of the largest value, '
+                                 f'more than --tolerance {tolerance:g}')
 
 
 if __name__ == '__main__':

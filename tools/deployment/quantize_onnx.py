@@ -6,8 +6,10 @@ resized to a fixed-size graph's input; a two-stage graph is calibrated on
 each image's RPN proposals. Conv, MatMul and Gemm weights become int8 per
 channel and their inputs uint8; attention's products of two activations,
 products by constant permutations and the layers producing the graph's
-outputs stay float (the tool prints
-them and why: mmrmt/deployment/quantize.py).
+outputs stay float (the tool prints them and why: mmrmt/deployment/quantize.py).
+
+The int8 file (QDQ) runs in onnxruntime and in OpenVINO (test_onnx.py and
+benchmark.py --runtime openvino).
 
     python tools/deployment/quantize_onnx.py MODEL.onnx --config CONFIG --out MODEL_int8.onnx
         [--images DIR] [--count 32] [--force] [--cfg-options KEY=VALUE ...]

@@ -1,7 +1,7 @@
-"""Evaluate an exported whole model in onnxruntime on its config's test set, as tools/test.py does.
+"""Evaluate an exported whole model in onnxruntime or OpenVINO on its config's test set, as tools/test.py does.
 
 The graph (tools/deployment/pytorch2onnx.py, float32 or quantize_onnx.py's
-int8) computes backbone, neck and heads; the model's own mmdet / mmseg code
+int8, either quantiser's) computes backbone, neck and heads; the model's own mmdet / mmseg code
 does the rest around it -- data pipeline and preprocessor, box decoding,
 NMS, masks, resizing to the original image -- and the config's test
 evaluator reports the same metrics as tools/test.py (COCO bbox/segm mAP,
@@ -9,15 +9,18 @@ mIoU). A two-stage graph runs its RoI part on the RPN's proposals, then on
 the detections (mmrmt/deployment/graph_predictor.py).
 
     python tools/deployment/test_onnx.py CONFIG MODEL.onnx [--work-dir DIR] [--threads N]
-                                         [--cfg-options KEY=VALUE ...]
+        [--runtime onnxruntime|openvino] [--precision f32|bf16] [--cfg-options KEY=VALUE ...]
 
 The graph must take the test pipeline's image size: a fixed-size export of
-that size, or a --dynamic one. Needs the deploy extra (pip install -e ".[deploy]").
+that size, or a --dynamic one. Needs the deploy extra (pip install -e ".[deploy]"),
+and for --runtime openvino the openvino extra. --precision bf16 (OpenVINO
+only) needs a CPU with AVX-512 BF16 or AMX.
 """
 import argparse
 from pathlib import Path
 from typing import List, Optional
 
+from mmrmt.deployment.runtimes import add_runtime_arguments, check_runtime, runtime_label
 from mmrmt.utils import (PreflightError, add_cfg_options, build_runner, check_dataloader_paths,
                          check_evaluator_files, check_graph_file, check_writable, load_run_config, run_main)
 
@@ -27,7 +30,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('config', help='the config the graph was exported from')
     parser.add_argument('model', help='the .onnx file (a whole model, not --backbone-only)')
     parser.add_argument('--work-dir', help='folder for the log and metrics (default: work_dirs/<config>_onnx)')
-    parser.add_argument('--threads', type=int, help="onnxruntime's threads (default: torch's)")
+    parser.add_argument('--threads', type=int, help="the runtime's threads (default: torch's)")
+    add_runtime_arguments(parser)
     add_cfg_options(parser, example='test_dataloader.dataset.indices=50')
     return parser.parse_args(argv)
 
@@ -37,6 +41,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.threads is not None and args.threads < 1:
         raise PreflightError(f'--threads must be at least 1, got {args.threads}')
     check_graph_file(args.model)
+    check_runtime(args.runtime, args.precision)
     work_dir = args.work_dir or str(Path('work_dirs') / f'{Path(args.config).stem}_onnx')
     cfg = load_run_config(args.config, args.cfg_options, 'none', work_dir)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
@@ -47,11 +52,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     from mmrmt.deployment.graph_predictor import GraphError, evaluate_graph
     runner = build_runner(cfg)
     try:
-        metrics = evaluate_graph(runner, args.model, args.threads)
+        metrics = evaluate_graph(runner, args.model, args.threads, args.runtime, args.precision)
     except GraphError as error:
         raise PreflightError(str(error)) from None
-    print(f'{args.model} in onnxruntime: ' + ', '.join(f'{key} {value:.4f}' if isinstance(value, float)
-                                                     else f'{key} {value}' for key, value in metrics.items()))
+    print(f'{args.model} in {runtime_label(args.runtime, args.precision)}: '
+          + ', '.join(f'{key} {value:.4f}' if isinstance(value, float) else f'{key} {value}'
+                      for key, value in metrics.items()))
 
 
 if __name__ == '__main__':

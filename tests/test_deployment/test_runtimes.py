@@ -1,0 +1,89 @@
+"""mmrmt.deployment.runtimes: a graph opened in OpenVINO answers the calls mmrmt makes on an onnxruntime
+session, with torch's outputs in f32 at any size; bf16 is refused in one line where OpenVINO would quietly
+run f32, and in onnxruntime."""
+import openvino
+import pytest
+import torch
+from mmdet.registry import MODELS
+
+from mmrmt.deployment import (RUNTIMES, RuntimeChoiceError, TensorModeModel, check_runtime, compare_with_runtime,
+                              export_onnx, open_graph, relative_difference, run_session, verification_inputs)
+from mmrmt.deployment.runtimes import bf16_refusal, openvino_capabilities
+
+#: float32 in another runtime: the same sums in another order, 2^-24 relative per rounding,
+#: far below 1e-4 of the largest output over the tiny RMT's few dozen layers.
+TOLERANCE = 1e-4
+#: The traced size, a larger one and one that is not a multiple of 32.
+SIZES = ((64, 96), (128, 160), (75, 109))
+TINY_RMT = dict(type='RMT', arch=dict(
+    embed_dims=[16, 32, 64, 64], depths=[1, 1, 1, 1], num_heads=[2, 2, 4, 4], mlp_ratios=[2, 2, 2, 2],
+    init_values=[2, 2, 2, 2], heads_ranges=[4, 4, 6, 6], decomposed=[True, True, False, False],
+    layer_scales=[False, False, True, True]))
+
+
+@pytest.fixture(scope='module')
+def exported(tmp_path_factory):
+    """A tiny RMT backbone with initialised weights and its dynamic ONNX file."""
+    torch.manual_seed(0)
+    network = MODELS.build(TINY_RMT)
+    network.init_weights()
+    model = TensorModeModel(network.eval())
+    path = tmp_path_factory.mktemp('onnx') / 'rmt.onnx'
+    export_onnx(model, model.example_inputs(*SIZES[0], batch=2), str(path), dynamic=True)
+    return model, str(path)
+
+
+@pytest.mark.parametrize('runtime', RUNTIMES)
+def test_each_runtime_matches_torch_at_any_size(exported, runtime):
+    model, path = exported
+    differences = compare_with_runtime(model, path, verification_inputs(model, SIZES, batch=2), runtime)
+    assert len(differences) == 2 * len(SIZES)
+    assert max(differences.values()) < TOLERANCE, differences
+
+
+def test_openvino_session_answers_as_onnxruntime(exported):
+    model, path = exported
+    openvino_session, onnxruntime_session = open_graph(path, 'openvino'), open_graph(path, 'onnxruntime')
+    assert [port.name for port in openvino_session.get_inputs()] == ['image']
+    assert openvino_session.get_inputs()[0].shape == (None, 3, None, None)
+    assert ([port.name for port in openvino_session.get_outputs()]
+            == [port.name for port in onnxruntime_session.get_outputs()] == [f'feature_{i}' for i in range(4)])
+    # f32 asked for explicitly: OpenVINO's default on CPUs with native bf16 would be bf16
+    assert openvino_session.compiled.get_property('INFERENCE_PRECISION_HINT').get_type_name() == 'f32'
+    inputs = model.example_inputs(70, 90, 3, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = model(*inputs)
+    assert relative_difference(expected, run_session(openvino_session, inputs)) < TOLERANCE
+    # named outputs come back in the order asked for
+    last, first = openvino_session.run(['feature_3', 'feature_0'], {'image': inputs[0].numpy()})
+    assert relative_difference([expected[3], expected[0]], [last, first]) < TOLERANCE
+
+
+def test_bf16_refusals_name_the_cpu_and_the_fix():
+    assert bf16_refusal(['FP32', 'BF16', 'INT8']) is None
+    message = bf16_refusal(['FP32', 'INT8', 'BIN'])
+    assert message.startswith('--precision bf16: this CPU (') and '\n' not in message
+    assert message.endswith('has no AVX-512 BF16 or AMX, and OpenVINO would run f32 instead (its CPU '
+                            'capabilities: FP32, INT8, BIN); use --precision f32')
+    with pytest.raises(RuntimeChoiceError, match=r"^--precision bf16 runs in OpenVINO only \(onnxruntime's CPU "
+                                                 r'kernels are float32\): add --runtime openvino$'):
+        check_runtime('onnxruntime', 'bf16')
+    with pytest.raises(RuntimeChoiceError, match=r"^--runtime must be one of onnxruntime, openvino, got 'tvm'$"):
+        check_runtime('tvm')
+
+
+def test_bf16_runs_where_openvino_has_it_and_is_refused_where_it_would_run_f32(exported):
+    model, path = exported
+    if 'BF16' in openvino_capabilities():
+        session = open_graph(path, 'openvino', 'bf16')
+        assert session.compiled.get_property('INFERENCE_PRECISION_HINT').get_type_name() == 'bf16'
+        # bf16 keeps 8 bits (2^-8 per rounded layer input); the tiny RMT's ~30 rounded layers: < 5e-2
+        differences = compare_with_runtime(model, path, verification_inputs(model, SIZES[:1], batch=2),
+                                           'openvino', 'bf16')
+        assert max(differences.values()) < 5e-2, differences
+    else:
+        with pytest.raises(RuntimeChoiceError, match=r'^--precision bf16: this CPU \(.+\) has no AVX-512 BF16'):
+            open_graph(path, 'openvino', 'bf16')
+        # what the refusal spares the user: OpenVINO itself compiles a bf16 request as f32 here
+        compiled = openvino.Core().compile_model(path, 'CPU', {'INFERENCE_PRECISION_HINT': 'bf16'})
+        assert compiled.get_property('INFERENCE_PRECISION_HINT').get_type_name() == 'f32'
