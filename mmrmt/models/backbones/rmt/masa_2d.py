@@ -4,6 +4,7 @@ from torch import nn
 
 from mmrmt.registry import register_backbone
 from ..arch import BOOL, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_arg
+from ..input_check import check_map_input
 from .implementations import implementation
 
 
@@ -64,9 +65,10 @@ class ManhattanSelfAttention2d(nn.Module):
         self.attention = classes.attention(embed_dims, num_heads, decomposed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """MaSA of (N, C, H, W) ``x``, (N, C, H, W) (a channels-last tensor in memory)."""
-        if not isinstance(x, torch.Tensor) or x.dim() != 4 or x.shape[1] != self.embed_dims:
-            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f'{type(self).__name__} expects (N, {self.embed_dims}, H, W) inputs '
-                             f'(embed_dims={self.embed_dims}), got {shape}.')
+        """MaSA of (N, C, H, W) ``x``, (N, C, H, W) (a channels-last tensor in memory).
+
+        The input is checked as the backbones check theirs: shape, not empty,
+        floating point of the module's dtype, on its device.
+        """
+        check_map_input(self, x, self.embed_dims, 'embed_dims', batch='N')
         return self.attention(x.permute(0, 2, 3, 1), self.relpos).permute(0, 3, 1, 2)
