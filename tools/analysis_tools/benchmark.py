@@ -120,9 +120,9 @@ def check_args(args: argparse.Namespace) -> None:
         if args.mode != ['infer'] or args.device != 'cpu' or args.amp != 'none':
             raise PreflightError('--onnx times inference on the CPU in float32: give --mode infer, no '
                                  '--device cuda, no --amp.')
+        from mmrmt.utils import check_graph_file
         for path in args.onnx:
-            if not Path(path).is_file():
-                raise PreflightError(f'--onnx file not found: {path}')
+            check_graph_file(path, '--onnx file')
     if args.upstream_repo is not None:
         check_upstream_repo = import_by_path(UPSTREAM_REST).check_upstream_repo
         if not (args.backbone or '').lower().startswith('rest-') or args.onnx:
