@@ -103,9 +103,11 @@ def check_args(args: argparse.Namespace) -> None:
     Raises:
         PreflightError: One line naming the problem.
     """
-    from mmrmt.utils import PreflightError
+    from mmrmt.utils import PreflightError, read_config
     if (args.config is None) == (args.backbone is None):
         raise PreflightError('give either a config file or --backbone TYPE-ARCH, not both or neither.')
+    if args.config is not None:
+        read_config(args.config)  # here, in one line: the workers that build its model would die of it
     if args.device == 'cuda' and not torch.cuda.is_available():
         raise PreflightError('--device cuda, but torch sees no CUDA device.')
     if args.device not in ('cpu', 'cuda'):
