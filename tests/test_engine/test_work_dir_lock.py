@@ -160,6 +160,7 @@ def test_a_lock_that_is_no_lock_file_is_one_error_at_once(make, what, tmp_path):
     make(tmp_path / LOCK_FILE)
     expected = (f'{tmp_path / LOCK_FILE} is {what.format(folder=tmp_path)}, not a lock file mmrmt wrote; '
                 f'if no run uses {tmp_path}, delete it')
+
     def blocked(*_):
         raise TimeoutError('the lock reader blocked')
     previous = signal.signal(signal.SIGALRM, blocked)  # a reader blocked on the FIFO fails, not hangs

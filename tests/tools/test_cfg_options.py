@@ -30,7 +30,8 @@ from mmrmt.utils import apply_cfg_options, read_config
      "'9' is not one of its indices 0-3"),
     ('模型.x=1', "--cfg-options 模型.x: the config has no '模型'; it has "),  # no run would read it
     ('modle.backbone.arch=t', "--cfg-options modle.backbone.arch: the config has no 'modle'; the nearest is model"),
-    ('trian_cfg.max_iters=3', "--cfg-options trian_cfg.max_iters: the config has no 'trian_cfg'; the nearest is train_cfg"),
+    ('trian_cfg.max_iters=3',
+     "--cfg-options trian_cfg.max_iters: the config has no 'trian_cfg'; the nearest is train_cfg"),
     ('param_scheduler=[dict(type=LinearLR,', "--cfg-options param_scheduler=[dict(type=LinearLR,: the '[' at "
      "character 1 of the value is never closed (a value with spaces must be one argument: quote it"),
     ('end=20)]', "--cfg-options end=20)]: the ')' at character 3 of the value closes no '('"),
