@@ -36,7 +36,7 @@ def usable_images(folder: str, count: int) -> List[str]:
         ValueError: None of its image files decodes, or it has none.
     """
     from mmengine.logging import print_log
-    usable, skipped = [], 0
+    usable, skipped = [], []
     for path in folder_images(folder):
         if len(usable) == count:
             break
@@ -44,13 +44,13 @@ def usable_images(folder: str, count: int) -> List[str]:
         if problem is None:
             usable.append(path)
         else:
-            skipped += 1
-            print_log(f'calibration: skipped {path}, not a readable image ({problem})', logger='current',
-                      level=logging.WARNING)
+            skipped.append(f'calibration: skipped {path}, not a readable image ({problem})')
     if not usable:
-        found = f'its {skipped} image file(s) are all unreadable' if skipped else (
+        found = f'its {len(skipped)} image file(s) are all unreadable' if skipped else (
             'it holds no .jpg, .jpeg, .png or .bmp file')
         raise ValueError(f'--images {folder}: {found}; give a folder of images to calibrate on')
+    for warning in skipped:
+        print_log(warning, logger='current', level=logging.WARNING)
     return usable
 
 

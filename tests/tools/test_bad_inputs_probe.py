@@ -158,7 +158,7 @@ def rows() -> List[Row]:
         ('deployment/quantize_onnx.py', ['{onnx_whole}', '--config', '{det}', '--out', 'int8.onnx', '--images',
                                          '{images_unreadable}'], 'image file(s) are all unreadable'),
         ('deployment/quantize_onnx.py', ['{onnx_whole}', '--config', '{det}', '--out', 'int8.onnx', '--images',
-                                         '{bad}'], 'holds no .jpg, .jpeg, .png or .bmp file'),
+                                         '{no_images}'], 'holds no .jpg, .jpeg, .png or .bmp file'),
     ]
     for name, line in LOCKS.items():
         table += [('train.py', ['{det}', '--work-dir', '{' + name + '}'], line),
@@ -227,7 +227,7 @@ def bad(tmp_path_factory) -> Dict[str, str]:
     images.mkdir()
     for index in range(2):
         (images / f'{index}.jpg').write_bytes(b'\xff\xd8\xff\xe0 cut short')
-    paths['images_unreadable'] = images
+    paths.update(images_unreadable=images, no_images=graphs)
     locks = {'lock_fifo': lambda path: os.mkfifo(path), 'lock_folder': lambda path: path.mkdir(),
              'lock_dangling': lambda path: path.symlink_to(path.parent / 'gone.json'),
              'lock_text_pid': lambda path: path.write_text(json.dumps(dict(LOCK_FIELDS, pid='12'))),
