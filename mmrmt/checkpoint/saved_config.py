@@ -9,37 +9,161 @@ parsed with :mod:`ast` and only literals are accepted: numbers, strings,
 ``dict(...)`` with keyword arguments (and at most one ``{...}`` before them,
 as mmengine writes keys that are not names). Any other call, name, import or
 statement makes the whole text refused, unread.
+
+Before parsing, the text's size and the nesting depth of its brackets are
+bounded and its tokens scanned: an operator (other than one sign before a
+number) is refused there, so no text can exhaust the parser's memory or
+recursion (100,000 unary minus signs, a long attribute chain or sum). The
+values read are plain data a config can hold: finite numbers of at most
+:data:`MAX_NUMBER_CHARS` characters, hashable dict keys and set elements, strings
+without mmengine's ``{{ ... }}`` templates (which ``Config.fromstring``
+would substitute).
 """
 import ast
+import io
+import math
+import re
+import tokenize
 from typing import Any, Dict, Optional
 
 #: The one callable a saved config may name: ``dict(key=value, ...)``.
 DICT_CALL = 'dict'
+
+#: The longest text read: 40 times the longest zoo config's (26,258 characters, 2026-12-01).
+MAX_TEXT_CHARS = 1_000_000
+
+#: The deepest bracket nesting read (the zoo configs nest 6 deep).
+MAX_NESTING = 50
+
+#: The longest number read, in characters (a float's repr has at most 24; a longer
+#: literal could pass Python's int-string limit, and no config needs one).
+MAX_NUMBER_CHARS = 50
+
+#: The operator tokens of literals: brackets, separators, ``=`` of ``name = value`` and of
+#: ``dict(key=value)``; ``+`` / ``-`` only as the sign of a number (see :func:`scan_tokens`).
+LITERAL_OPERATORS = frozenset('()[]{},:=')
+SIGNS = frozenset('+-')
+OPENERS, CLOSERS = frozenset('([{'), frozenset(')]}')
+#: What a sign may follow: the start of a value.
+SIGN_FOLLOWS = OPENERS | frozenset(',:=')
+
+#: mmengine's templates, substituted by ``Config.fromfile`` / ``fromstring`` in the text.
+TEMPLATE = re.compile(r'\{\{.*?\}\}', re.DOTALL)
 
 
 class NotPlainData(ValueError):
     """The saved text holds something other than plain data (a call, a name, an import...)."""
 
 
+def scan_tokens(text: str) -> None:
+    """Fail before parsing on text no literal needs: an operator, a run of signs, deep nesting.
+
+    Raises:
+        NotPlainData: Naming the line and the token.
+        SyntaxError, tokenize.TokenError: The text is not Python (what came
+            before was scanned, so :func:`ast.parse` can safely say where).
+    """
+    depth, previous = 0, None
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        line = token.start[0]
+        if previous is not None and previous.type == tokenize.OP and previous.string in SIGNS and (
+                token.type != tokenize.NUMBER):
+            raise NotPlainData(f'line {line}: the sign {previous.string} is not before a number')
+        if token.type == tokenize.NUMBER and len(token.string) > MAX_NUMBER_CHARS:
+            raise NotPlainData(f'line {line}: a number of {len(token.string):,} characters (at most '
+                               f'{MAX_NUMBER_CHARS} are read)')
+        if token.type == tokenize.OP:
+            if token.string in SIGNS:
+                if not (previous is not None and previous.type == tokenize.OP
+                        and previous.string in SIGN_FOLLOWS):
+                    raise NotPlainData(f'line {line}: the operator {token.string!r} is not part of a literal')
+            elif token.string not in LITERAL_OPERATORS:
+                raise NotPlainData(f'line {line}: the operator {token.string!r} is not part of a literal')
+            elif token.string in OPENERS:
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise NotPlainData(f'line {line}: brackets nested more than {MAX_NESTING} deep')
+            elif token.string in CLOSERS:
+                depth -= 1
+        if token.type not in (tokenize.NL, tokenize.COMMENT):
+            previous = token
+
+
+def checked_number(node: ast.expr, value: Any) -> Any:
+    """``value`` of number literal ``node`` if it is finite (``1e999`` reads as inf)."""
+    parts = (value.real, value.imag) if isinstance(value, complex) else (value, )
+    if isinstance(value, int) or all(math.isfinite(part) for part in parts):
+        return value
+    raise NotPlainData(f'line {node.lineno}: a number too large to be finite (it reads as {value!r})')
+
+
+def checked_constant(node: ast.Constant) -> Any:
+    """The value of a constant, numbers and strings checked."""
+    value = node.value
+    if isinstance(value, (int, float, complex)) and not isinstance(value, bool):
+        return checked_number(node, value)
+    if isinstance(value, (str, bytes)):
+        text = value if isinstance(value, str) else value.decode('latin-1')
+        if TEMPLATE.search(text):
+            raise NotPlainData(f'line {node.lineno}: the string holds the template '
+                               f'{TEMPLATE.search(text).group()[:40]!r}, which mmengine would substitute')
+    return value
+
+
+def segment(node: ast.AST) -> str:
+    """The start of ``node``'s source, for messages (never the whole of a long expression)."""
+    return repr(ast.unparse(node)[:80])
+
+
+def hashable(node: ast.expr, value: Any) -> Any:
+    """``value`` (a dict key or set element) if it can be one."""
+    try:
+        hash(value)
+    except TypeError:
+        raise NotPlainData(f'line {node.lineno}: a {type(value).__name__} cannot be a dict key or set '
+                           'element') from None
+    return value
+
+
 def literal_value(node: ast.expr) -> Any:
     """The value of a literal expression; :class:`NotPlainData` for anything else."""
     if isinstance(node, ast.Constant):
-        return node.value
+        return checked_constant(node)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(
             node.operand, ast.Constant) and isinstance(node.operand.value, (int, float, complex)):
-        return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        value = checked_constant(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, (ast.List, ast.Tuple)):
         values = [literal_value(element) for element in node.elts]
-        return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](values)
+        return list(values) if isinstance(node, ast.List) else tuple(values)
+    if isinstance(node, ast.Set):
+        return {hashable(element, literal_value(element)) for element in node.elts}
     if isinstance(node, ast.Dict) and None not in node.keys:
-        return {literal_value(key): literal_value(value) for key, value in zip(node.keys, node.values)}
+        return {hashable(key, literal_value(key)): literal_value(value)
+                for key, value in zip(node.keys, node.values)}
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == DICT_CALL
             and len(node.args) <= 1 and all(isinstance(arg, ast.Dict) for arg in node.args)
             and all(keyword.arg is not None for keyword in node.keywords)):
         value = literal_value(node.args[0]) if node.args else {}
         value.update({keyword.arg: literal_value(keyword.value) for keyword in node.keywords})
         return value
-    raise NotPlainData(f'line {node.lineno}: {ast.unparse(node)[:80]!r} is not a literal')
+    raise NotPlainData(f'line {node.lineno}: {segment(node)} is not a literal')
+
+
+def parse_scanned(text: str) -> ast.Module:
+    """``text`` parsed after :func:`scan_tokens` passed it.
+
+    Raises:
+        NotPlainData: See :func:`scan_tokens`.
+        SyntaxError: The text is not Python (the parser, reading only what
+            the scan passed, says where).
+    """
+    try:
+        scan_tokens(text)
+    except (SyntaxError, tokenize.TokenError) as error:  # what came before was scanned
+        ast.parse(text)  # raises SyntaxError at that place
+        raise SyntaxError(str(error.args[0])) from None
+    return ast.parse(text)
 
 
 def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]:
@@ -57,11 +181,18 @@ def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]
         ValueError: The text is not Python, or holds anything but
             ``name = literal`` statements (it is then not run).
     """
+    refused = f'the config saved in {source} is not plain data, so it was not read (nor run)'
+    fix = 'mmengine writes only literals there: use a checkpoint from a source you trust'
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValueError(f'{refused}: it is {len(text):,} characters long (at most {MAX_TEXT_CHARS:,} '
+                         f'are read); {fix}')
     try:
-        tree = ast.parse(text)
+        tree = parse_scanned(text)
+    except NotPlainData as error:
+        raise ValueError(f'{refused}: {error}; {fix}') from None
     except SyntaxError as error:
-        raise ValueError(f'the config saved in {source} is not readable: line '
-                         f'{error.lineno}: {error.msg}') from None
+        raise ValueError(f'the config saved in {source} is not readable: line {error.lineno}: '
+                         f'{error.msg}') from None
     settings: Dict[str, Any] = {}
     try:
         for statement in tree.body:
@@ -71,8 +202,7 @@ def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]
                                    'not name = value')
             settings[statement.targets[0].id] = literal_value(statement.value)
     except NotPlainData as error:
-        raise ValueError(f'the config saved in {source} is not plain data, so it was '
-                         f'not read (nor run): {error}') from None
+        raise ValueError(f'{refused}: {error}; {fix}') from None
     return settings
 
 
@@ -107,5 +237,14 @@ def make_resumed_config_inert(checkpoint: dict) -> None:
     except ValueError:
         del checkpoint['meta'][RESUMED_CONFIG_KEY]
         return
-    if settings is not None:
-        checkpoint['meta'][RESUMED_CONFIG_KEY] = f"gpu_ids = {settings.get('gpu_ids')!r}\n"
+    if settings is None:
+        return
+    inert = f"gpu_ids = {settings.get('gpu_ids')!r}\n"
+    try:  # a second line of defence: what is left must read back as the same plain data
+        same = read_saved_config(inert) == dict(gpu_ids=settings.get('gpu_ids'))
+    except ValueError:
+        same = False
+    if same:
+        checkpoint['meta'][RESUMED_CONFIG_KEY] = inert
+    else:
+        del checkpoint['meta'][RESUMED_CONFIG_KEY]

@@ -1,6 +1,7 @@
 """Calibration inputs of a graph: images of a config's validation set (or a folder), as the model sees them."""
+import logging
 from pathlib import Path
-from typing import Dict, Iterator, Optional
+from typing import Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 import torch
@@ -16,22 +17,59 @@ def folder_images(folder: str) -> list:
     return sorted(str(path) for path in Path(folder).iterdir() if path.suffix.lower() in IMAGE_SUFFIXES)
 
 
+def readable_image(path: str) -> Optional[str]:
+    """None if ``path`` decodes as an image to its last pixel, else why not (one line)."""
+    from PIL import Image
+    try:
+        with Image.open(path) as image:
+            image.load()
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
+        return str(error).splitlines()[0] if str(error) else type(error).__name__
+    return None
+
+
+def usable_images(folder: str, count: int) -> List[str]:
+    """Up to ``count`` image files of ``folder`` that decode, sorted; each one that does not
+    (corrupt, truncated) is skipped with a warning naming it.
+
+    Raises:
+        ValueError: None of its image files decodes, or it has none.
+    """
+    from mmengine.logging import print_log
+    usable, skipped = [], []
+    for path in folder_images(folder):
+        if len(usable) == count:
+            break
+        problem = readable_image(path)
+        if problem is None:
+            usable.append(path)
+        else:
+            skipped.append(f'calibration: skipped {path}, not a readable image ({problem})')
+    if not usable:
+        found = f'its {len(skipped)} image file(s) are all unreadable' if skipped else (
+            'it holds no .jpg, .jpeg, .png or .bmp file')
+        raise ValueError(f'--images {folder}: {found}; give a folder of images to calibrate on')
+    for warning in skipped:
+        print_log(warning, logger='current', level=logging.WARNING)
+    return usable
+
+
 def preprocessed_images(cfg: Config, model: nn.Module, count: int,
-                        folder: Optional[str] = None) -> Iterator[torch.Tensor]:
+                        paths: Optional[Sequence[str]] = None) -> Iterator[torch.Tensor]:
     """Up to ``count`` (1, 3, H, W) images through the validation pipeline and ``model``'s
-    data preprocessor: from the config's validation set, or from the image files of ``folder``
-    (the pipeline without its annotation loading)."""
+    data preprocessor: from the config's validation set, or the image files ``paths``
+    (e.g. :func:`usable_images`; the pipeline without its annotation loading)."""
     from mmengine.dataset import Compose, pseudo_collate
     from mmengine.registry import DATASETS, init_default_scope
     init_default_scope(cfg.get('default_scope', 'mmdet'))
     dataset_cfg = cfg.val_dataloader.dataset
-    if folder is None:
+    if paths is None:
         dataset = DATASETS.build(dataset_cfg)
         items = (dataset[index] for index in range(min(count, len(dataset))))
     else:
         pipeline = Compose([step for step in dataset_cfg.pipeline if step['type'] != 'LoadAnnotations'])
         items = (pipeline(dict(img_path=path, img_id=index))
-                 for index, path in enumerate(folder_images(folder)[:count]))
+                 for index, path in enumerate(paths[:count]))
     with torch.no_grad():
         for item in items:
             yield model.data_preprocessor(pseudo_collate([item]), False)['inputs']

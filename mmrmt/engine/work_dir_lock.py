@@ -13,6 +13,7 @@ import os
 import os.path as osp
 import shlex
 import socket
+import stat
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -26,6 +27,10 @@ except ImportError:  # Windows: no flock, so a takeover is not guarded against a
 LOCK_FILE = 'run.lock'
 # how long a reader waits for a just-created lock file to receive its record
 RECORD_WAIT_S = 2.0
+# the largest process id of any Linux (PID_MAX_LIMIT, 2 ** 22) or other system (int32)
+MAX_PID = 2 ** 31 - 1
+# a lock file is a short JSON record: a longer file is not one
+MAX_RECORD_BYTES = 64 * 1024
 
 
 class WorkDirBusyError(RuntimeError):
@@ -92,28 +97,93 @@ class RunRecord:
         return f'pid {self.pid} on {self.host}, started {self.started}: {self.command}'
 
 
+def not_a_lock(path: str, what: str) -> WorkDirBusyError:
+    """The one line for a ``path`` that is not a lock file mmrmt wrote (``what`` it is instead)."""
+    return WorkDirBusyError(f'{path} is {what}, not a lock file mmrmt wrote; if no run uses '
+                            f'{osp.dirname(path)}, delete it')
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file of ``stat`` mode ``mode`` is, for messages."""
+    kinds = ((stat.S_ISDIR, 'a folder'), (stat.S_ISLNK, 'a symbolic link'), (stat.S_ISFIFO, 'a named pipe (FIFO)'),
+             (stat.S_ISSOCK, 'a socket'))
+    return next((kind for test, kind in kinds if test(mode)), 'a device file')
+
+
+def record_from(path: str, fields: object) -> RunRecord:
+    """The record the JSON ``fields`` of lock file ``path`` hold, every field checked."""
+    problem = None
+    if not isinstance(fields, dict) or not {'pid', 'host', 'started', 'command'} <= set(fields) <= set(
+            RunRecord.__dataclass_fields__):
+        problem = 'JSON without the fields of a run'
+    elif type(fields['pid']) is not int or not 0 < fields['pid'] <= MAX_PID:
+        problem = f'JSON whose pid {str(fields["pid"])[:30]} is not a process id'
+    elif not all(isinstance(fields[name], str) for name in ('host', 'started', 'command')) or not isinstance(
+            fields.get('pid_start'), (str, type(None))):
+        problem = 'JSON whose host, started, command or pid_start are not text'
+    if problem is not None:
+        raise not_a_lock(path, problem)
+    return RunRecord(**fields)
+
+
+def read_lock_text(path: str) -> Optional[str]:
+    """The text of lock file ``path``; None when there is none. Never opens anything
+    but a regular file: a FIFO would block the reader, a link point anywhere.
+
+    Raises:
+        WorkDirBusyError: ``path`` is not a regular file (a folder, a FIFO, a
+            link, dangling or not), or is too long to be a lock.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # no lock file, or no work dir that could hold one
+        return None
+    if not stat.S_ISREG(mode):
+        kind = file_kind(mode)
+        if stat.S_ISLNK(mode):
+            target = os.readlink(path)
+            kind += f' to {target}' + ('' if osp.exists(path) else ', which does not exist')
+        raise not_a_lock(path, kind)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_NOFOLLOW', 0))
+    except FileNotFoundError:  # released meanwhile
+        return None
+    except OSError as error:  # e.g. replaced by a link meanwhile (ELOOP), or unreadable
+        raise not_a_lock(path, f'not readable ({error.strerror})') from None
+    with os.fdopen(descriptor, 'rb') as lock_file:
+        if not stat.S_ISREG(os.fstat(lock_file.fileno()).st_mode):  # replaced meanwhile
+            raise not_a_lock(path, file_kind(os.fstat(lock_file.fileno()).st_mode))
+        data = lock_file.read(MAX_RECORD_BYTES + 1)
+    if len(data) > MAX_RECORD_BYTES:
+        raise not_a_lock(path, f'a file of over {MAX_RECORD_BYTES // 1024} KiB')
+    return data.decode('utf-8', errors='replace')
+
+
 def read_record(path: str) -> Optional[RunRecord]:
     """The record in lock file ``path``; None when there is no lock file.
 
     A file just created by another run may not hold its record yet: reading
-    retries for :data:`RECORD_WAIT_S` seconds.
+    retries for :data:`RECORD_WAIT_S` seconds while it holds no complete JSON.
 
     Raises:
-        WorkDirBusyError: The file stays without a readable record.
+        WorkDirBusyError: ``path`` is not a regular file, or it stays without
+            a readable record.
     """
     deadline = time.monotonic() + RECORD_WAIT_S
     while True:
-        try:
-            with open(path) as lock_file:
-                return RunRecord(**json.loads(lock_file.read()))
-        except (FileNotFoundError, NotADirectoryError):  # no lock file, or no work dir that could hold one
+        text = read_lock_text(path)
+        if text is None:
             return None
-        except (ValueError, TypeError):
+        try:
+            fields = json.loads(text)
+        except ValueError:
             if time.monotonic() > deadline:
                 raise WorkDirBusyError(
                     f'{path} names no run (it is not a lock file mmrmt wrote); if no run uses '
                     f'{osp.dirname(path)}, delete it') from None
             time.sleep(0.05)
+            continue
+        return record_from(path, fields)
 
 
 def busy_message(work_dir: str, holder: RunRecord) -> str:

@@ -5,10 +5,13 @@ mmengine merges any key into a config, so a typo (``train_cfg.max_iter=2``)
 is silently ignored by the run and a bad value (``train_dataloader.batch_size=0``)
 fails deep inside it. Here each override is checked against the config:
 
-* ``KEY=VALUE`` form (a missing ``=``);
-* the key exists in the config, or is a constructor argument of the
-  component (a dict with a ``type``) that receives it; else the message names
-  the nearest existing key;
+* ``KEY=VALUE`` form (a missing ``=``), and brackets in the value that
+  balance (``[dict(a=1`` would otherwise be merged as a string, or fail
+  inside mmengine's parser);
+* the key exists in the config, is a setting the runner reads
+  (:data:`RUN_SETTINGS`), or is a constructor argument of the component (a
+  dict with a ``type``) that receives it; else the message names the nearest
+  existing key (an unknown top-level key too: no run would read it);
 * a key that goes through a setting that is not a dict (e.g. ``init_cfg`` is
   None) names the way to replace that setting;
 * the values of the fields the tools know (iterations, epochs, batch size,
@@ -19,12 +22,13 @@ Whether the model still builds is checked by :func:`mmrmt.utils.build_cpu_model`
 import argparse
 import difflib
 import inspect
-from typing import Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from mmengine.config import Config, DictAction
 from mmengine.registry import (DATASETS, EVALUATOR, HOOKS, LOG_PROCESSORS, LOOPS, METRICS, MODELS,
                                OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS, TRANSFORMS, VISBACKENDS,
                                VISUALIZERS, DefaultScope)
+from mmengine.runner import Runner
 
 from mmrmt.models.backbones.arch import (NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT,
                                          ArgKind, check_arg)
@@ -33,6 +37,16 @@ from .preflight import PreflightError
 #: Where the classes named by a config's ``type`` keys are registered.
 COMPONENT_REGISTRIES = (MODELS, LOOPS, HOOKS, DATASETS, TRANSFORMS, OPTIM_WRAPPERS, OPTIMIZERS,
                         PARAM_SCHEDULERS, EVALUATOR, METRICS, VISUALIZERS, VISBACKENDS, LOG_PROCESSORS)
+
+#: The top-level settings a run reads that a config may leave out: the Runner's
+#: arguments and what ``Runner.from_cfg`` and the tools read besides them.
+RUN_SETTINGS = frozenset(
+    {*inspect.signature(Runner.__init__).parameters} - {'self', 'cfg'}
+    | {'runner_type', 'model_wrapper_cfg', 'find_unused_parameters', 'compile', 'amp_loss_scale',
+       'tta_model', 'tta_pipeline'})
+
+#: Brackets of a value, closers to openers.
+BRACKETS = {')': '(', ']': '[', '}': '{'}
 
 #: ``SETTING._delete_=True`` replaces SETTING by the dict the other keys under it make.
 DELETE_SUFFIX = '._delete_'
@@ -67,8 +81,35 @@ def parse_cfg_options(pairs: Sequence[str]) -> Dict[str, Any]:
         if not equals or not key:
             raise PreflightError(f'--cfg-options takes KEY=VALUE pairs, got {pair!r}; e.g. '
                                  f'{pair or "train_cfg.max_iters"}=VALUE')
+        problem = bracket_problem(value)
+        if problem is not None:
+            raise PreflightError(f'--cfg-options {pair}: {problem} (a value with spaces must be one '
+                                 'argument: quote it, e.g. \'key=[dict(a=1), dict(a=2)]\')')
         options[key] = DictAction._parse_iterable(value)
     return options
+
+
+def bracket_problem(value: str) -> Optional[str]:
+    """Where the brackets of ``value`` do not balance (quoted text skipped), None if they do."""
+    opened: List[Tuple[str, int]] = []
+    quote = None
+    for position, char in enumerate(value, 1):
+        if quote is not None:
+            quote = None if char == quote else quote
+        elif char in '\'"':
+            quote = char
+        elif char in '([{':
+            opened.append((char, position))
+        elif char in BRACKETS:
+            if not opened or opened[-1][0] != BRACKETS[char]:
+                return f'the {char!r} at character {position} of the value closes no {BRACKETS[char]!r}'
+            opened.pop()
+    if quote is not None:
+        return f'the value has an unclosed {quote}'
+    if opened:
+        char, position = opened[0]
+        return f'the {char!r} at character {position} of the value is never closed'
+    return None
 
 
 def component_class(node: Mapping) -> Optional[type]:
@@ -161,9 +202,13 @@ def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str] = ())
             if arguments is None or part in arguments:
                 return  # a new argument of the component: building it checks the value
             raise unknown_key_error(key, where, part, [*node, *arguments], f'{cls.__name__} ({where})')
-        if (depth == 0 or depth == len(parts) - 1) and nearest(part, node, TYPO_CUTOFF) is None:
-            return  # a new setting of a plain dict (or of the config), like none it has
-        raise unknown_key_error(key, where, part, node, where or 'the config')
+        if depth == 0:
+            if part in RUN_SETTINGS:
+                return  # a setting the runner reads, which the config leaves at its default
+            raise unknown_key_error(key, where, part, [*node, *RUN_SETTINGS], 'the config')
+        if depth == len(parts) - 1 and nearest(part, node, TYPO_CUTOFF) is None:
+            return  # a new setting of a plain dict, like none it has
+        raise unknown_key_error(key, where, part, node, where)
 
 
 def check_value(key: str, value: Any) -> None:

@@ -48,6 +48,26 @@ def find_syntax_error(path: str) -> Optional[SyntaxError]:
     return None
 
 
+def base_cycle(path: str) -> Optional[List[str]]:
+    """The first circle of local ``_base_`` files from ``path`` (a file repeated at its end), if any.
+
+    mmengine would recurse until Python's recursion limit.
+    """
+    def visit(current: str, chain: List[str]) -> Optional[List[str]]:
+        if current in chain:
+            return chain[chain.index(current):] + [current]
+        try:
+            tree = ast.parse(Path(current).read_text(), filename=current)
+        except (SyntaxError, OSError, ValueError):  # reported by mmengine, or by find_syntax_error
+            return None
+        for base in local_bases(tree, current):
+            found = visit(base, chain + [current])
+            if found:
+                return found
+        return None
+    return visit(osp.normpath(osp.abspath(path)), [])
+
+
 def config_error(path: str, error: Exception) -> PreflightError:
     """The one-line error for a config that mmengine could not load: which file, why."""
     located = find_syntax_error(path) if isinstance(error, SyntaxError) else None
@@ -61,11 +81,16 @@ def read_config(path: str) -> Config:
     """Load a config file; any problem becomes a one-line error naming the file.
 
     Raises:
-        PreflightError: The file is missing, or it (or one of its bases) has
-            a syntax error or fails when run.
+        PreflightError: The file is missing, its ``_base_`` files are
+            circular, or it (or one of its bases) has a syntax error or fails
+            when run.
     """
     if not osp.isfile(path):
         raise PreflightError(f'config file not found: {path}')
+    cycle = base_cycle(path)
+    if cycle:
+        raise PreflightError(f'config {path}: its _base_ files are circular ({" -> ".join(cycle)}); '
+                             f'remove the _base_ entry of {cycle[-2]} that names {cycle[-1]}')
     try:
         return Config.fromfile(path)
     except Exception as error:  # a config is Python: it can raise anything

@@ -22,18 +22,21 @@ def test_literals():
 
 
 @pytest.mark.parametrize('text,found', [
-    ("_x = __import__('os').system('touch PWNED')", "line 1: \"__import__('os').system('touch PWNED')\""),
+    ("_x = __import__('os').system('touch PWNED')", "line 1: the operator '.' is not part of a literal"),
     ('import os', 'line 1: a Import statement'),
-    ("model = dict(type=open('/etc/passwd').read())", "line 1: \"open('/etc/passwd').read()\""),
+    ("model = dict(type=open('/etc/passwd').read())", "line 1: the operator '.' is not part of a literal"),
+    ("model = dict(type=open('/etc/passwd'))", "line 1: \"open('/etc/passwd')\" is not a literal"),
     ('a = 1\nb = a', "line 2: 'a' is not a literal"),
-    ('a = dict(**{})', "line 1: 'dict(**{})' is not a literal"),
+    ('a = dict(**{})', "line 1: the operator '**' is not part of a literal"),
+    ('a = dict({}, b=1, *c)', "line 1: the operator '*' is not part of a literal"),
     ('a = dict([(1, 2)])', "line 1: 'dict([(1, 2)])' is not a literal"),
     ('a = [x for x in ()]', "line 1: '[x for x in ()]' is not a literal"),
     ('a = lambda: 0', "line 1: 'lambda: 0' is not a literal"),
     ("a = f'{1}'", 'line 1: "f\'{1}\'" is not a literal'),
-    ('a = -b', "line 1: '-b' is not a literal"),
+    ('a = -b', 'line 1: the sign - is not before a number'),
     ('a = b = 1', 'line 1: a Assign statement, not name = value'),
-    ('a.b = 1', 'line 1: a Assign statement, not name = value'),
+    ('a.b = 1', "line 1: the operator '.' is not part of a literal"),
+    ('a = (b, c)\nd = 1', "line 1: 'b' is not a literal"),
     ('print(1)', 'line 1: a Expr statement, not name = value'),
 ])
 def test_anything_but_plain_data_is_refused(text, found):
@@ -41,6 +44,43 @@ def test_anything_but_plain_data_is_refused(text, found):
         read_saved_config(text, 'run.pth (meta.cfg)')
     assert str(error.value).startswith('the config saved in run.pth (meta.cfg) is not plain data, so it was '
                                        f'not read (nor run): {found}')
+
+
+LONG_OR_DEEP = {
+    'unary minus signs': 'a = ' + '-' * 100_000 + '1',
+    'an attribute chain': 'a = x' + '.b' * 100_000,
+    'a sum': 'a = ' + '+'.join(['1'] * 300_000),
+    'nested lists': 'a = ' + '[' * 100_000 + ']' * 100_000,
+}
+
+
+@pytest.mark.parametrize('text,found', [
+    (LONG_OR_DEEP['unary minus signs'], 'line 1: the sign - is not before a number'),
+    (LONG_OR_DEEP['an attribute chain'], "line 1: the operator '.' is not part of a literal"),
+    (LONG_OR_DEEP['a sum'], "line 1: the operator '+' is not part of a literal"),
+    (LONG_OR_DEEP['nested lists'], 'line 1: brackets nested more than 50 deep'),
+    ('a = 1 - 2', "line 1: the operator '-' is not part of a literal"),
+    ('a = [' + '1, ' * 400_000 + ']', 'it is 1,200,006 characters long (at most 1,000,000 are read)'),
+    ('a = {[1]: 2}', 'line 1: a list cannot be a dict key or set element'),
+    ('a = {{1}}', 'line 1: a set cannot be a dict key or set element'),
+    ('a = {dict(b=1): 2}', 'line 1: a dict cannot be a dict key or set element'),
+    ('a = 1e999', 'line 1: a number too large to be finite (it reads as inf)'),
+    ('a = [-1e999j]', 'line 1: a number too large to be finite (it reads as infj)'),
+    ('a = 0x' + 'f' * 5000, 'line 1: a number of 5,002 characters (at most 50 are read)'),
+    ('a = ' + '9' * 5000, 'line 1: a number of 5,000 characters (at most 50 are read)'),
+    ("work_dir = '{{ fileDirname }}'", "line 1: the string holds the template '{{ fileDirname }}', which "
+     'mmengine would substitute'),
+    ("a = dict(b=['{{_base_.model}}'])", "line 1: the string holds the template '{{_base_.model}}'"),
+])
+def test_text_too_long_deep_or_wide_is_refused_before_parsing(text, found):
+    """Refused with one line, never a MemoryError, RecursionError, TypeError or an int-string limit."""
+    with pytest.raises(ValueError) as error:
+        read_saved_config(text, 'run.pth (meta.cfg)')
+    message = str(error.value)
+    assert message.startswith('the config saved in run.pth (meta.cfg) is not plain data, so it was '
+                              f'not read (nor run): {found}')
+    assert message.endswith('mmengine writes only literals there: use a checkpoint from a source you trust')
+    assert '\n' not in message
 
 
 def test_text_that_is_not_python():
@@ -52,6 +92,9 @@ def test_text_that_is_not_python():
     ('gpu_ids = [0, 1]\nmodel = dict(type="X")\n', 'gpu_ids = [0, 1]\n'),
     ('model = dict(type="X")\n', 'gpu_ids = None\n'),
     ("_x = __import__('os').system('touch PWNED')\ngpu_ids = [0]\n", None),
+    ('gpu_ids = 1e999\n', None),  # left as `gpu_ids = inf`, the text would be a NameError when mmengine runs it
+    ("gpu_ids = '{{ fileDirname }}'\n", None),
+    (LONG_OR_DEEP['unary minus signs'], None),
 ])
 def test_what_mmengine_resume_would_run_is_left_as_plain_data(text, kept):
     checkpoint = dict(meta=dict(config=text, iter=4), state_dict={})

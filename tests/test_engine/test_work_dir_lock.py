@@ -1,10 +1,13 @@
 """The work dir lock: one holder at a time, also among processes racing for it;
 a live holder named in one line; an ended holder's lock taken over."""
 import json
+import os
+import signal
 import multiprocessing
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -126,3 +129,50 @@ def test_of_processes_racing_for_the_lock_exactly_one_gets_it(tmp_path, stale):
         process.join(timeout=60)
     assert outcomes.count('acquired') == 1, outcomes
     assert all('is in use by another run' in outcome for outcome in outcomes if outcome != 'acquired')
+
+
+def fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize('make,what', [
+    (lambda path: path.mkdir(), 'a folder'),
+    (fifo, 'a named pipe (FIFO)'),
+    (lambda path: path.symlink_to(path.parent / 'gone.json'),
+     'a symbolic link to {folder}/gone.json, which does not exist'),
+    (lambda path: path.symlink_to('/etc/hostname'), 'a symbolic link to /etc/hostname'),
+    (lambda path: path.write_text('{"pid": "12", "host": "h", "started": "s", "command": "c"}'),
+     'JSON whose pid 12 is not a process id'),
+    (lambda path: path.write_text(json.dumps(dict(pid=2 ** 70, host='h', started='s', command='c'))),
+     f'JSON whose pid {2 ** 70} is not a process id'),
+    (lambda path: path.write_text('{"pid": true, "host": "h", "started": "s", "command": "c"}'),
+     'JSON whose pid True is not a process id'),
+    (lambda path: path.write_text('{"pid": 12, "host": 1, "started": "s", "command": "c"}'),
+     'JSON whose host, started, command or pid_start are not text'),
+    (lambda path: path.write_text('[12]'), 'JSON without the fields of a run'),
+    (lambda path: path.write_text('{"pid": 12, "host": "h", "started": "s", "command": "c", "x": 1}'),
+     'JSON without the fields of a run'),
+])
+def test_a_lock_that_is_no_lock_file_is_one_error_at_once(make, what, tmp_path):
+    """A folder, a FIFO (which would block an open for reading), a link or a record of wrong
+    fields: one line naming what it is, and neither a hang nor a wait nor a traceback."""
+    make(tmp_path / LOCK_FILE)
+    expected = (f'{tmp_path / LOCK_FILE} is {what.format(folder=tmp_path)}, not a lock file mmrmt wrote; '
+                f'if no run uses {tmp_path}, delete it')
+
+    def blocked(*_):
+        raise TimeoutError('the lock reader blocked')
+    previous = signal.signal(signal.SIGALRM, blocked)  # a reader blocked on the FIFO fails, not hangs
+    signal.alarm(10)
+    try:
+        started = time.monotonic()
+        for check in (lambda: WorkDirLock(str(tmp_path)).acquire(), lambda: check_work_dir_free(str(tmp_path))):
+            with pytest.raises(WorkDirBusyError) as error:
+                check()
+            assert str(error.value) == expected
+        assert time.monotonic() - started < work_dir_lock.RECORD_WAIT_S
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert os.path.lexists(tmp_path / LOCK_FILE)

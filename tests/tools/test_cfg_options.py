@@ -28,6 +28,14 @@ from mmrmt.utils import apply_cfg_options, read_config
     ('model.backbone.arch=zz', f"the model of {DET_CONFIG} does not build: KeyError: \"RMT: unknown arch 'zz'"),
     ('train_pipeline.9.scale=3', "--cfg-options train_pipeline.9.scale: train_pipeline is a list of 4 entries; "
      "'9' is not one of its indices 0-3"),
+    ('模型.x=1', "--cfg-options 模型.x: the config has no '模型'; it has "),  # no run would read it
+    ('modle.backbone.arch=t', "--cfg-options modle.backbone.arch: the config has no 'modle'; the nearest is model"),
+    ('trian_cfg.max_iters=3',
+     "--cfg-options trian_cfg.max_iters: the config has no 'trian_cfg'; the nearest is train_cfg"),
+    ('param_scheduler=[dict(type=LinearLR,', "--cfg-options param_scheduler=[dict(type=LinearLR,: the '[' at "
+     "character 1 of the value is never closed (a value with spaces must be one argument: quote it"),
+    ('end=20)]', "--cfg-options end=20)]: the ')' at character 3 of the value closes no '('"),
+    ('model.backbone.arch="t', '--cfg-options model.backbone.arch="t: the value has an unclosed "'),
 ])
 def test_train_refuses_a_bad_override_before_the_run(option, expected, tmp_path, monkeypatch, capsys):
     message = exit_message('train.py', [DET_CONFIG, '--work-dir', tmp_path / 'work', '--cfg-options', option],
@@ -60,6 +68,8 @@ def test_a_setting_that_is_none_names_how_to_replace_it(tmp_path, monkeypatch, c
     'train_pipeline.2.scale="(64,64)"',  # an entry of a list, by its index
     'model.roi_head.bbox_head.num_classes=3',
     'work_dir=elsewhere',
+    'find_unused_parameters=True',  # a setting the runner reads that the config leaves out
+    'model.roi_head.bbox_head.loss_cls.type="(x]"',  # brackets inside quotes are text
 ])
 def test_valid_overrides_are_merged(option):
     cfg = apply_cfg_options(read_config(str(DET_CONFIG)), [option])

@@ -32,11 +32,14 @@ def test_test_onnx_reports_the_test_metrics(graphs, demo_root, tmp_path):
     assert re.match(r'coco/bbox_mAP -?[\d.]+, coco/bbox_mAP_50 .+, coco/segm_mAP -?[\d.]+', metrics), metrics
 
 
-def test_test_onnx_refuses_a_backbone_graph(graphs, demo_root, tmp_path):
-    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, graphs / 'backbone.onnx', '--work-dir', tmp_path,
+def test_test_onnx_refuses_a_backbone_graph_before_building_anything(graphs, demo_root, tmp_path):
+    work_dir = tmp_path / 'work'
+    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, graphs / 'backbone.onnx', '--work-dir', work_dir,
                        '--cfg-options', *det_data_options(demo_root)])
-    assert last_line(result) == (f"error: {graphs / 'backbone.onnx'} takes inputs ['image']; a whole two-stage "
-                                 "model graph takes ['image', 'proposals'] (export it without --backbone-only)")
+    assert result.stderr.strip() == (
+        f"error: ONNX model {graphs / 'backbone.onnx'} is a backbone-only graph (outputs feature_0, feature_1, "
+        'feature_2, feature_3); this tool evaluates a whole model: export it without --backbone-only')
+    assert result.returncode == 1 and result.stdout == '' and not work_dir.exists()
 
 
 def test_test_onnx_missing_or_broken_model(tmp_path):
@@ -44,7 +47,7 @@ def test_test_onnx_missing_or_broken_model(tmp_path):
     assert last_line(result) == f'error: ONNX model not found: {tmp_path / "none.onnx"}'
     (tmp_path / 'text.onnx').write_text('not a model')
     result = run_tool(['deployment/test_onnx.py', DET_CONFIG, tmp_path / 'text.onnx'])
-    assert last_line(result).startswith(f'error: {tmp_path / "text.onnx"} is not an ONNX model')
+    assert last_line(result).startswith(f'error: ONNX model {tmp_path / "text.onnx"} is not a complete ONNX model')
 
 
 def test_quantize_a_backbone_on_a_folder_of_images(graphs, demo_root, tmp_path):
@@ -63,6 +66,21 @@ def test_quantize_a_backbone_on_a_folder_of_images(graphs, demo_root, tmp_path):
     again = run_tool(['deployment/quantize_onnx.py', graphs / 'backbone.onnx', '--config', DET_CONFIG,
                       '--images', demo_root / 'coco' / 'val', '--out', out])
     assert last_line(again) == f'error: --out {out} exists; choose another path, or add --force to replace it'
+
+
+def test_quantize_skips_a_corrupt_image_naming_it(graphs, demo_root, tmp_path):
+    images = tmp_path / 'images'
+    images.mkdir()
+    good = sorted((demo_root / 'coco' / 'val').glob('*.jpg'))[:2]
+    for path in good:
+        (images / path.name).write_bytes(path.read_bytes())
+    (images / '0_corrupt.jpg').write_bytes(good[0].read_bytes()[:300])  # cut short: sorted first
+    out = tmp_path / 'int8.onnx'
+    result = run_tool(['deployment/quantize_onnx.py', graphs / 'backbone.onnx', '--config', DET_CONFIG,
+                       '--images', images, '--count', 2, '--out', out], timeout=900)
+    check_ok(result)
+    assert f'calibration: skipped {images / "0_corrupt.jpg"}, not a readable image (' in result.stdout + result.stderr
+    assert out.is_file()
 
 
 @pytest.mark.parametrize('args,expected', [

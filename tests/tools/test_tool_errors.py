@@ -172,6 +172,17 @@ def test_config_syntax_error_names_the_file(tmp_path, monkeypatch, capsys):
     assert message == f"error: syntax error in config {broken}, line 1: '(' was never closed"
 
 
+@pytest.mark.parametrize('bases', [{'child.py': 'child.py'}, {'child.py': 'middle.py', 'middle.py': 'child.py'}])
+def test_circular_bases_are_named(bases, tmp_path, monkeypatch, capsys):
+    for name, base in bases.items():
+        (tmp_path / name).write_text(f"_base_ = ['./{base}']\nx = 1\n")
+    chain = ' -> '.join(str(tmp_path / name) for name in [*bases, 'child.py'])
+    message = exit_message('train.py', [tmp_path / 'child.py', '--work-dir', tmp_path / 'w'], monkeypatch, capsys)
+    assert message == (f'error: config {tmp_path / "child.py"}: its _base_ files are circular ({chain}); remove '
+                       f'the _base_ entry of {tmp_path / list(bases)[-1]} that names {tmp_path / "child.py"}')
+    assert not (tmp_path / 'w').exists()
+
+
 def test_unreadable_pretrained_backbone_file_fails_before_training(bad_checkpoints, tmp_path,
                                                                    monkeypatch, capsys):
     path = bad_checkpoints / 'truncated.pth'

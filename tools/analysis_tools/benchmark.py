@@ -156,9 +156,11 @@ def check_args(args: argparse.Namespace) -> None:
     Raises:
         PreflightError: One line naming the problem.
     """
-    from mmrmt.utils import PreflightError
+    from mmrmt.utils import PreflightError, read_config
     if (args.config is None) == (args.backbone is None):
         raise PreflightError('give either a config file or --backbone TYPE-ARCH, not both or neither.')
+    if args.config is not None:
+        read_config(args.config)  # here, in one line: the workers that build its model would die of it
     if args.device == 'cuda' and not torch.cuda.is_available():
         raise PreflightError('--device cuda, but torch sees no CUDA device.')
     if args.device not in ('cpu', 'cuda'):
@@ -175,9 +177,9 @@ def check_args(args: argparse.Namespace) -> None:
         if args.mode != ['infer'] or args.device != 'cpu' or args.amp != 'none':
             raise PreflightError('--onnx times inference on the CPU: give --mode infer, no --device cuda, no '
                                  '--amp (--precision f32 bf16 compares precisions).')
+        from mmrmt.utils import check_graph_file
         for path in args.onnx:
-            if not Path(path).is_file():
-                raise PreflightError(f'--onnx file not found: {path}')
+            check_graph_file(path, '--onnx file')
         check_runtimes(args)
     elif args.runtime != ['onnxruntime'] or args.precision != ['f32']:
         raise PreflightError('--runtime and --precision choose how --onnx files run: add --onnx FILE.')

@@ -18,11 +18,13 @@ import argparse
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
+
+from mmengine.config import Config
 
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model,
-                         check_dataloader_paths, check_graph_file, check_new_file, read_config,
-                         replaced_atomically, run_main)
+                         check_dataloader_paths, check_graph_file, check_new_file, file_errors_as_tool_errors,
+                         read_config, replaced_atomically, run_main)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -38,8 +40,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def preflight(args: argparse.Namespace):
-    """Check every input before anything is built; return the config."""
+def preflight(args: argparse.Namespace) -> Tuple[Config, Optional[List[str]]]:
+    """Check every input before anything is built; return the config and the calibration
+    images of ``--images`` (None: the validation set's)."""
     check_graph_file(args.model)
     check_new_file(args.out, '--out', args.force, source=args.model)
     if not Path(args.out).resolve().parent.is_dir():
@@ -49,23 +52,22 @@ def preflight(args: argparse.Namespace):
     cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
     if args.images is None:
         check_dataloader_paths(cfg, ['val_dataloader'])
-    else:
-        from mmrmt.deployment.calibration import folder_images
-        if not Path(args.images).is_dir():
-            raise PreflightError(f'--images folder not found: {args.images}')
-        if not folder_images(args.images):
-            raise PreflightError(f'--images {args.images} holds no .jpg, .jpeg, .png or .bmp file')
-    return cfg
+        return cfg, None
+    from mmrmt.deployment.calibration import usable_images
+    if not Path(args.images).is_dir():
+        raise PreflightError(f'--images folder not found: {args.images}')
+    with file_errors_as_tool_errors():
+        return cfg, usable_images(args.images, args.count)
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
-    cfg = preflight(args)
+    cfg, paths = preflight(args)
     from mmrmt.deployment.calibration import calibration_feeds, preprocessed_images
     from mmrmt.deployment.graph_predictor import GraphError
     from mmrmt.deployment.quantize import quantize_graph
     model = build_cpu_model(cfg).eval()
-    images = preprocessed_images(cfg, model, args.count, args.images)
+    images = preprocessed_images(cfg, model, args.count, paths)
     try:
         feeds = calibration_feeds(args.model, model, images)
         with tempfile.TemporaryDirectory() as workspace, replaced_atomically(args.out) as temporary:

@@ -11,6 +11,7 @@ from torch.utils.checkpoint import checkpoint
 from mmrmt.checkpoint import load_pretrained
 from ..layers import check_norm_cfg, run_mode
 from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, check_arg
+from .input_check import check_map_input
 
 #: Checkpoint names of mmengine's model zoos (ResNets, HRNets, ... of
 #: torchvision and OpenMMLab): never a checkpoint of an mmrmt backbone.
@@ -188,40 +189,15 @@ class PyramidBackbone(BaseModule):
         return self.output_norm(stage)(x).permute(0, 3, 1, 2).contiguous()
 
     def check_input(self, x: torch.Tensor) -> None:
-        """Fail clearly unless ``x`` is a (B, in_channels, H, W) float tensor the model can take.
-
-        Reads only the tensor's metadata. An empty input (B, H or W = 0) is
-        refused by every backbone rather than passed through: no detector or
-        segmentor sends one, and in training BatchNorm would take statistics
-        of nothing. The dtype must be floating point and the model's (under
-        ``torch.autocast``, any floating dtype), the device the model's.
+        """Fail clearly unless ``x`` is a (B, in_channels, H, W) float tensor the model can take
+        (see :func:`.input_check.check_map_input`: shape, not empty, dtype, device).
 
         Raises:
             TypeError: Not a tensor, not floating point, or another dtype.
             ValueError: Another shape or channel count, an empty input, or
                 another device.
         """
-        name = type(self).__name__
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f'{name} expects a (B, {self.in_channels}, H, W) torch.Tensor, '
-                            f'got {type(x).__name__}.')
-        if x.dim() != 4 or x.shape[1] != self.in_channels:
-            raise ValueError(f'{name} expects (B, {self.in_channels}, H, W) inputs '
-                             f'(in_channels={self.in_channels}), got {tuple(x.shape)}.')
-        if x.shape[0] == 0 or x.shape[2] == 0 or x.shape[3] == 0:
-            raise ValueError(f'{name}: the input {tuple(x.shape)} is empty; pass at least one image '
-                             'of at least 1x1 pixels (an empty batch is refused, not passed through).')
-        if not x.is_floating_point():
-            raise TypeError(f'{name}: the input dtype {x.dtype} is not floating point; convert the '
-                            'images first, e.g. x.float() (normalised as the data preprocessor does).')
-        weight = next(self.parameters())
-        if x.dtype != weight.dtype and run_mode.autocast_dtype(x) is None:
-            raise TypeError(f'{name}: the input dtype {x.dtype} differs from the model dtype '
-                            f'{weight.dtype}; convert one to the other (x.to({weight.dtype}) or '
-                            f'model.to({x.dtype})) or run under torch.autocast.')
-        if x.device != weight.device:
-            raise ValueError(f'{name}: the input is on {x.device} but the model on {weight.device}; '
-                             f"move one to the other (x.to('{weight.device}')).")
+        check_map_input(self, x, self.in_channels, 'in_channels')
 
     def run_block(self, block: nn.Module, *args) -> torch.Tensor:
         """Call ``block``, through activation checkpointing when ``with_cp``."""

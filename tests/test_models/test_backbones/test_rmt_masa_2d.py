@@ -111,3 +111,26 @@ def test_registered_and_on_the_package_face():
 
 def test_documented_example_runs():
     assert doctest.testmod(masa_2d, raise_on_error=True).attempted == 4
+
+
+@pytest.mark.parametrize('shape', [(2, 32, 0, 5), (2, 32, 5, 0), (0, 32, 5, 5)])
+@pytest.mark.parametrize('impl', ['fast', 'reference'])
+def test_an_empty_map_is_refused_as_the_backbones_refuse_it(shape, impl):
+    with pytest.raises(ValueError) as error:
+        ManhattanSelfAttention2d(32, 4, impl=impl)(torch.randn(shape))
+    assert str(error.value) == (f'ManhattanSelfAttention2d: the input {shape} is empty; pass at least one image '
+                                'of at least 1x1 pixels (an empty batch is refused, not passed through).')
+
+
+@pytest.mark.parametrize('dtype,message', [
+    (torch.float16, 'the input dtype torch.float16 differs from the model dtype torch.float32; convert one to '
+     'the other (x.to(torch.float32) or model.to(torch.float16)) or run under torch.autocast.'),
+    (torch.float64, 'the input dtype torch.float64 differs from the model dtype torch.float32; convert one to '
+     'the other (x.to(torch.float32) or model.to(torch.float64)) or run under torch.autocast.'),
+    (torch.int64, 'the input dtype torch.int64 is not floating point; convert the images first, e.g. x.float() '
+     '(normalised as the data preprocessor does).'),
+])
+def test_an_input_of_another_dtype_is_refused_as_the_backbones_refuse_it(dtype, message):
+    with pytest.raises(TypeError) as error:
+        ManhattanSelfAttention2d(32, 4)(torch.ones(1, 32, 4, 4, dtype=dtype))
+    assert str(error.value) == f'ManhattanSelfAttention2d: {message}'

@@ -6,6 +6,7 @@ from torch import nn
 
 from mmrmt.registry import register_backbone
 from ..arch import BOOL, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_arg
+from ..input_check import check_map_input
 from .attention_maps import AttentionMaps, query_maps
 from .implementations import implementation
 
@@ -92,8 +93,6 @@ class ManhattanSelfAttention2d(nn.Module):
         return query_maps(self.attention, self.relpos, x.permute(0, 2, 3, 1), query)
 
     def check_input(self, x: torch.Tensor) -> None:
-        """Fail with one line unless ``x`` is an (N, embed_dims, H, W) tensor."""
-        if not isinstance(x, torch.Tensor) or x.dim() != 4 or x.shape[1] != self.embed_dims:
-            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f'{type(self).__name__} expects (N, {self.embed_dims}, H, W) inputs '
-                             f'(embed_dims={self.embed_dims}), got {shape}.')
+        """Fail with one line unless ``x`` is an input the backbones would take too: (N, embed_dims, H, W),
+        not empty, floating point of the module's dtype, on its device."""
+        check_map_input(self, x, self.embed_dims, 'embed_dims', batch='N')

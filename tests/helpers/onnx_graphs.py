@@ -1,0 +1,33 @@
+"""Small ONNX files made with onnx's helpers (no export): a one-MatMul graph named as the tools'
+graphs are, with its weight inside or in a file beside it."""
+from pathlib import Path
+
+import numpy as np
+
+
+def matmul_graph(path: Path, output: str = 'feature_0', external: str = '') -> Path:
+    """``image`` (1, 3) times a 3x3 weight, as ``output``; the weight in file ``external``
+    beside ``path`` if given."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    weight = numpy_helper.from_array(np.ones((3, 3), np.float32), 'w')
+    graph = helper.make_graph([helper.make_node('MatMul', ['image', 'w'], [output])], 'matmul',
+                              [helper.make_tensor_value_info('image', TensorProto.FLOAT, [1, 3])],
+                              [helper.make_tensor_value_info(output, TensorProto.FLOAT, [1, 3])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
+    if external:
+        onnx.save_model(model, str(path), save_as_external_data=True, location=external, size_threshold=0)
+    else:
+        onnx.save_model(model, str(path))
+    return path
+
+
+def relocated(path: Path, location: str, out: Path) -> Path:
+    """The graph at ``path`` (external weight) saved as ``out`` with its weight's location changed."""
+    import onnx
+    model = onnx.load(str(path), load_external_data=False)
+    for entry in model.graph.initializer[0].external_data:
+        if entry.key == 'location':
+            entry.value = location
+    onnx.save_model(model, str(out))
+    return out

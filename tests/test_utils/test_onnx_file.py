@@ -1,0 +1,67 @@
+"""check_graph_file: the one check of an ONNX file every tool runs before opening it."""
+import pickle
+
+import pytest
+import torch
+from helpers.onnx_graphs import matmul_graph, relocated
+
+from mmrmt.utils import PreflightError, check_graph_file
+
+pytest.importorskip('onnxruntime')
+EXPORT_HINT = 'export one with tools/deployment/pytorch2onnx.py'
+KEEP_TOGETHER = "onnxruntime reads external data only from files in the model's folder: keep the model and its " \
+                'data files together'
+
+
+def refusal(path, **kwargs) -> str:
+    with pytest.raises(PreflightError) as error:
+        check_graph_file(str(path), **kwargs)
+    assert '\n' not in str(error.value)
+    return str(error.value)
+
+
+def test_a_graph_with_its_weights_inside_or_beside_it_passes(tmp_path):
+    check_graph_file(str(matmul_graph(tmp_path / 'inside.onnx')))
+    check_graph_file(str(matmul_graph(tmp_path / 'beside.onnx', external='beside.bin')))
+    check_graph_file(str(matmul_graph(tmp_path / 'whole.onnx', output='seg_logits')), whole_model=True)
+
+
+def test_files_that_are_no_onnx_model(tmp_path):
+    torch.save({'w': torch.zeros(2)}, tmp_path / 'model.pth')
+    (tmp_path / 'model.pkl').write_bytes(pickle.dumps({'w': 1}))
+    (tmp_path / 'empty.onnx').touch()
+    whole = matmul_graph(tmp_path / 'whole.onnx').read_bytes()
+    (tmp_path / 'cut.onnx').write_bytes(whole[:len(whole) // 2])
+    assert refusal(tmp_path / 'model.pth', role='--onnx file') == (
+        f'--onnx file {tmp_path}/model.pth is a zip archive (a PyTorch checkpoint?), not an ONNX model; {EXPORT_HINT}')
+    assert refusal(tmp_path / 'model.pkl') == (
+        f'ONNX model {tmp_path}/model.pkl is a pickle (a PyTorch checkpoint?), not an ONNX model; {EXPORT_HINT}')
+    assert refusal(tmp_path / 'empty.onnx') == f'ONNX model {tmp_path}/empty.onnx is empty (0 bytes); {EXPORT_HINT}'
+    assert refusal(tmp_path / 'cut.onnx').startswith(
+        f'ONNX model {tmp_path}/cut.onnx is not a complete ONNX model (truncated, or another format: ')
+    assert refusal(tmp_path / 'none.onnx') == f'ONNX model not found: {tmp_path}/none.onnx'
+
+
+def test_external_data_must_stay_in_the_models_folder(tmp_path):
+    folder = tmp_path / 'model'
+    folder.mkdir()
+    source = matmul_graph(folder / 'ok.onnx', external='ok.bin')
+    (tmp_path / 'secret.bin').write_bytes(bytes(36))
+    (folder / 'link.bin').symlink_to(tmp_path / 'secret.bin')
+    for location, problem in [
+            (str(tmp_path / 'secret.bin'), 'an absolute path'),
+            ('../secret.bin', f"outside the model's folder {folder}"),
+            ('../../../../etc/hostname', f"outside the model's folder {folder}"),
+            ('link.bin', f"a link to {tmp_path}/secret.bin outside the model's folder {folder}"),
+            ('gone.bin', 'which does not exist')]:
+        path = relocated(source, location, folder / 'moved.onnx')
+        assert refusal(path) == (f"ONNX model {path}: tensor 'w' keeps its data in {location!r}, {problem}; "
+                                 f'{KEEP_TOGETHER}')
+
+
+def test_a_backbone_graph_where_a_whole_model_is_needed(tmp_path):
+    path = matmul_graph(tmp_path / 'backbone.onnx')
+    check_graph_file(str(path))
+    assert refusal(path, whole_model=True) == (
+        f'ONNX model {path} is a backbone-only graph (outputs feature_0); this tool evaluates a whole model: '
+        'export it without --backbone-only')
