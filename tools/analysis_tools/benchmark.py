@@ -177,10 +177,10 @@ def check_args(args: argparse.Namespace) -> None:
         if args.mode != ['infer'] or args.device != 'cpu' or args.amp != 'none':
             raise PreflightError('--onnx times inference on the CPU: give --mode infer, no --device cuda, no '
                                  '--amp (--precision f32 bf16 compares precisions).')
+        check_runtimes(args)
         from mmrmt.utils import check_graph_file
         for path in args.onnx:
             check_graph_file(path, '--onnx file')
-        check_runtimes(args)
     elif args.runtime != ['onnxruntime'] or args.precision != ['f32']:
         raise PreflightError('--runtime and --precision choose how --onnx files run: add --onnx FILE.')
     if args.upstream_repo is not None:
