@@ -1,18 +1,23 @@
 # mmrmt developer entry points.
 #   make setup  build or reuse $(VENV) (torch, mmcv with ops, mmdet, mmseg, timm, mmrmt)
-#   make test   run the test suite (what CI runs)
+#   make lint   flake8 and isort --check-only over every Python file (settings in setup.cfg)
+#   make test   lint, then the test suite (what CI runs)
 #   make test-fast  the unit tests alone (`-m "not slow"`, see tests/conftest.py), for development
 #   make test-numerics  the numerics tests under each CPU kernel set and thread count (tests/numerics_kernel_sets.sh)
 #   make demo   the main job (see README)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup test test-fast test-numerics demo
+.PHONY: setup lint test test-fast test-numerics demo
 
 setup:
 	VENV='$(VENV)' bash tools/misc/setup_env.sh
 
-test: setup
+lint: setup
+	$(PY) -m flake8 .
+	$(PY) -m isort --check-only --diff .
+
+test: setup lint
 	$(PY) -m pytest tests -q --durations=15
 
 test-fast: setup

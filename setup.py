@@ -22,7 +22,6 @@ it is, and an editable install reads them where they are.
 """
 import shutil
 from pathlib import Path
-
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 

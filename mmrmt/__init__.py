@@ -20,11 +20,11 @@ and hook of :mod:`mmrmt.engine` are imported by the configs that name them
 (``configs/_base_/mmrmt_runtime.py``), the TTA model on its first lookup (see
 :mod:`mmrmt.registry`), the rest by the tools that use them.
 """
-from .version import __version__
 from . import models  # noqa: F401  (registers the backbones)
 from .checkpoint import allow_mmengine_checkpoints
 from .config_bases import enable_mmrmt_bases
 from .models import ManhattanSelfAttention2d
+from .version import __version__
 
 allow_mmengine_checkpoints()
 enable_mmrmt_bases()

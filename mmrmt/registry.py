@@ -18,8 +18,7 @@ from importlib import import_module
 from importlib.util import find_spec
 from typing import List, Type
 
-from mmengine.registry import MODELS as MMENGINE_MODELS
-from mmengine.registry import Registry
+from mmengine.registry import MODELS as MMENGINE_MODELS, Registry
 
 #: The libraries whose ``<library>.registry.MODELS`` receive the backbones.
 TARGET_LIBRARIES = ('mmdet', 'mmseg')

@@ -26,9 +26,9 @@ import os.path as osp
 
 from mmengine.config import Config
 
-from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
-                         check_new_file, check_run_checkpoint, check_writable, config_model_shapes,
-                         load_run_config, parse_launch_args, run_main, run_phase)
+from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files, check_new_file,
+                         check_run_checkpoint, check_writable, config_model_shapes, load_run_config, parse_launch_args,
+                         run_main, run_phase)
 from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 from mmrmt.utils.test_time_aug import use_test_time_aug
 

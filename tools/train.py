@@ -24,9 +24,9 @@ from mmengine.config import Config
 
 from mmrmt.engine.own_checkpoint import checkpoint_out_dir
 from mmrmt.utils import (PreflightError, add_resume_rng_hook, build_runner, check_dataloader_paths,
-                         check_evaluator_files, check_pretrained_checkpoints, check_run_checkpoint,
-                         check_writable, config_model_shapes, latest_checkpoint, load_run_config,
-                         parse_launch_args, run_main, run_phase)
+                         check_evaluator_files, check_pretrained_checkpoints, check_run_checkpoint, check_writable,
+                         config_model_shapes, latest_checkpoint, load_run_config, parse_launch_args, run_main,
+                         run_phase)
 from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
 from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 

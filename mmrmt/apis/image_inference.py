@@ -236,4 +236,3 @@ def predict_images(inferencer: BaseInferencer,
     if progress is not None:
         print()  # mmengine's bar ends without a line break
     return shown
-

@@ -9,8 +9,8 @@ prefixes, its converter) to :func:`load_pretrained`.
 """
 from .fit import first_few, fit_problems, shapes, starts_with_any
 from .loading import check_fit, load_model_weights, load_pretrained
-from .reading import (STATE_DICT_WRAPPERS, StateDict, checkpoint_file_problem, extract_state_dict,
-                      one_line_reason, read_checkpoint, written_by_mmengine)
+from .reading import (STATE_DICT_WRAPPERS, StateDict, checkpoint_file_problem, extract_state_dict, one_line_reason,
+                      read_checkpoint, written_by_mmengine)
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
 from .weights_only import CHECKPOINT_SAFE_GLOBALS, allow_mmengine_checkpoints
 

@@ -39,7 +39,6 @@ import torch
 from torch import nn
 from torch.nn.modules.utils import _pair
 
-
 #: The first opset whose RoiAlign samples as mmcv's ``aligned=True`` (half-pixel coordinates).
 HALF_PIXEL_ROI_ALIGN_OPSET = 16
 

@@ -209,4 +209,3 @@ def proposal_feeds(predictor: GraphPredictor, inputs: torch.Tensor) -> Iterator[
             proposals = model.rpn_head.predict_by_feat(*features.numbered('rpn'), batch_img_metas=[meta],
                                                        cfg=model.test_cfg.rpn, rescale=False)[0]
         yield {'image': image.numpy(), 'proposals': proposals.bboxes.float().numpy()}
-

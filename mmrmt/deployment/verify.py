@@ -34,7 +34,7 @@ def demo_image(height: int, width: int, mean: Sequence[float], std: Sequence[flo
     """A (1, 3, height, width) picture of the demo data set's kind, normalised by ``mean`` / ``std``."""
     import cv2
 
-    from mmrmt.datasets.demo_data import textured_background, place_shapes
+    from mmrmt.datasets.demo_data import place_shapes, textured_background
     rng = np.random.default_rng(seed)
     side = max(height, width)
     picture = textured_background(rng, side)

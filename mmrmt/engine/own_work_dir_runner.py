@@ -10,8 +10,8 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 from .inert_checkpoint_loading import make_checkpoint_inert
-from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir,
-                             keep_checkpoint_paths_own, own_last_checkpoint)
+from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, keep_checkpoint_paths_own,
+                             own_last_checkpoint)
 from .resume_rng_hook import ResumeRNGHook
 from .work_dir_lock import WorkDirBusyError, WorkDirLock
 

@@ -9,12 +9,11 @@ from .conversion import backbone_converter_main, converter_arguments, write_chec
 from .dataset_meta import config_dataset_meta
 from .model_from_config import build_cpu_model
 from .onnx_file import check_graph_file
-from .preflight import (PreflightError, check_dataloader_paths, check_evaluator_files,
-                        check_new_file, check_writable, file_errors_as_tool_errors)
-from .run_checkpoint import (check_pretrained_checkpoints, check_run_checkpoint, config_model_shapes,
-                             latest_checkpoint, read_run_checkpoint)
-from .run_config import (add_resume_rng_hook, build_runner, load_run_config, parse_launch_args,
-                         run_phase)
+from .preflight import (PreflightError, check_dataloader_paths, check_evaluator_files, check_new_file, check_writable,
+                        file_errors_as_tool_errors)
+from .run_checkpoint import (check_pretrained_checkpoints, check_run_checkpoint, config_model_shapes, latest_checkpoint,
+                             read_run_checkpoint)
+from .run_config import add_resume_rng_hook, build_runner, load_run_config, parse_launch_args, run_phase
 from .sync_bn import revert_sync_bn_when_single
 from .tool_main import run_main
 

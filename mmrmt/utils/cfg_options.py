@@ -25,13 +25,11 @@ import inspect
 from typing import Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from mmengine.config import Config, DictAction
-from mmengine.registry import (DATASETS, EVALUATOR, HOOKS, LOG_PROCESSORS, LOOPS, METRICS, MODELS,
-                               OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS, TRANSFORMS, VISBACKENDS,
-                               VISUALIZERS, DefaultScope)
+from mmengine.registry import (DATASETS, EVALUATOR, HOOKS, LOG_PROCESSORS, LOOPS, METRICS, MODELS, OPTIM_WRAPPERS,
+                               OPTIMIZERS, PARAM_SCHEDULERS, TRANSFORMS, VISBACKENDS, VISUALIZERS, DefaultScope)
 from mmengine.runner import Runner
 
-from mmrmt.models.backbones.arch import (NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT,
-                                         ArgKind, check_arg)
+from mmrmt.models.backbones.arch import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, ArgKind, check_arg
 from .preflight import PreflightError
 
 #: Where the classes named by a config's ``type`` keys are registered.

@@ -1,4 +1,5 @@
 import pytest
+
 from zoo_configs import cached_external_config_paths
 
 

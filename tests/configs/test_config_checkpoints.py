@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import timm
 import torch
-from helpers.upstream_layouts import random_upstream_state_dict
 from mmdet.registry import MODELS as MMDET_MODELS
+
+from helpers.upstream_layouts import random_upstream_state_dict
 from zoo_configs import CONFIG_DIR, load_config
 
 

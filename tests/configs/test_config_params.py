@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
+
 from zoo_configs import build_model, count_parameters, load_config, skip_parameter_init, zoo_config_paths
 
 # (params in millions, source) as reported by the authors.

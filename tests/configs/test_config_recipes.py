@@ -6,7 +6,6 @@ weight decay of every parameter of the built model, the lr at every
 iteration, images a GPU and the total batch, pipelines, fp16 loss scaling,
 checkpoint selection.
 """
-from pathlib import Path
 from typing import Dict, List
 
 import numpy as np
@@ -14,8 +13,8 @@ import pytest
 import torch
 from mmengine.optim import build_optim_wrapper
 from mmengine.registry import PARAM_SCHEDULERS, TRANSFORMS, init_default_scope
-from released_recipes import (D2_SCALES, DETR_POLICIES, RELEASED_RECIPES, TOTAL_BATCH, Recipe, released_decay,
-                              released_lr)
+
+from released_recipes import D2_SCALES, DETR_POLICIES, RELEASED_RECIPES, TOTAL_BATCH, released_decay, released_lr
 from zoo_configs import CONFIG_DIR, build_model, load_config, skip_parameter_init
 
 CONFIGS = {name: CONFIG_DIR / name.split('_')[1].split('-')[0] / f'{name}.py' for name in RELEASED_RECIPES}
@@ -193,9 +192,9 @@ def test_augmentation_runs_and_gives_the_released_sizes(name: str):
         masks = np.zeros((2, 480, 640), dtype=np.uint8)
         masks[0, 100:300, 100:400] = masks[1, 50:450, 300:600] = 1
         results = dict(img=rng.integers(0, 255, (480, 640, 3), dtype=np.uint8), img_shape=(480, 640),
-                       ori_shape=(480, 640), gt_bboxes=HorizontalBoxes(np.array([[100, 100, 400, 300],
-                                                                                  [300, 50, 600, 450]],
-                                                                                 dtype=np.float32)),
+                       ori_shape=(480, 640),
+                       gt_bboxes=HorizontalBoxes(np.array([[100, 100, 400, 300], [300, 50, 600, 450]],
+                                                          dtype=np.float32)),
                        gt_bboxes_labels=np.array([0, 1]), gt_ignore_flags=np.array([False, False]),
                        gt_masks=BitmapMasks(masks, 480, 640))
         for transform in transforms:

@@ -14,6 +14,7 @@ from mmengine.optim import build_optim_wrapper
 from mmengine.runner import Runner
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
+
 from released_recipes import RELEASED_RECIPES
 from zoo_configs import CONFIG_DIR, build_model, cap_rois, load_config, point_at_demo_data, shrink_image_sizes
 

@@ -1,9 +1,9 @@
 """Each zoo folder's metafile.yml lists its configs with what the configs say."""
 import re
-from pathlib import Path
 
 import pytest
 import yaml
+
 from zoo_configs import CONFIG_DIR, REPO, ZOO_FOLDERS, load_config
 
 TASKS = {'COCO': ('Object Detection', 'Instance Segmentation'), 'ADE20K': ('Semantic Segmentation', )}

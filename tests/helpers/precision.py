@@ -9,7 +9,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from mmrmt.models import RMT, ResMLP, ResT
-from .backbones import REST_TINY, RESMLP_TINY, RMT_TINY
+from .backbones import RESMLP_TINY, REST_TINY, RMT_TINY
 from .rounding import low_precision_bound, relative_error
 
 #: The tiny backbones, by name: RMT's two attention paths, ResT, ResMLP.
@@ -175,6 +175,7 @@ def assert_autocast_accurate(name: str, image: torch.Tensor, dtype: torch.dtype)
     model = build_tiny(name, device)
     full = run(model, image)
     assert_within_rounding(run_scaled(model, image, dtype, full), dtype, full, exact)
+
 
 #: Marks of a test that needs a GPU: ``pytest -m cuda`` selects them
 #: (tools/misc/gpu_check.sh); without CUDA they are skipped.

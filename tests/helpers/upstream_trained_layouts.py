@@ -53,8 +53,8 @@ def rmt_backbone(embed_dims: Sequence[int], depths: Sequence[int], num_heads: Se
     output LayerNorms the detection/segmentation RMT always builds."""
     stem = embed_dims[0] // 2
     shapes: Shapes = {}
-    for index, (cin, cout) in zip((0, 3, 6, 9), ((3, stem), (stem, stem), (stem, embed_dims[0]),
-                                                  (embed_dims[0], embed_dims[0]))):
+    stem_convs = ((3, stem), (stem, stem), (stem, embed_dims[0]), (embed_dims[0], embed_dims[0]))
+    for index, (cin, cout) in zip((0, 3, 6, 9), stem_convs):
         shapes.update(conv(f'patch_embed.proj.{index}', cin, cout, 3))
         shapes.update(norm(f'patch_embed.proj.{index + 1}', cout, batch=True))
     for i, dims in enumerate(embed_dims):

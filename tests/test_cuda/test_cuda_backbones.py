@@ -4,8 +4,8 @@ their rounding of float64 (tools/misc/gpu_check.sh runs these)."""
 import pytest
 import torch
 
-from helpers.precision import NEEDS_CUDA, TINY_BACKBONES, assert_autocast_accurate, assert_within_rounding, \
-    build_tiny, run
+from helpers.precision import (NEEDS_CUDA, TINY_BACKBONES, assert_autocast_accurate, assert_within_rounding, build_tiny,
+                               run)
 
 pytestmark = NEEDS_CUDA
 IMAGE_SHAPE = (2, 3, 64, 96)

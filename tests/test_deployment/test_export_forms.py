@@ -13,7 +13,6 @@ from mmrmt.deployment.export_forms import adaptive_average_pool, exact_roi_min_s
 from mmrmt.deployment.tensor_mode import random_proposals
 from mmrmt.models.backbones.rest import softmax_instance_norm
 from mmrmt.models.layers import plain_attention
-
 from helpers.rounding import LAMBDA, assert_close, two_implementations, unit_roundoff
 
 

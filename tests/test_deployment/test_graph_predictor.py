@@ -16,7 +16,6 @@ from mmrmt.deployment.graph_predictor import GraphError, GraphPredictor
 from mmrmt.deployment.quantize import ATTENTION_PRODUCT, PERMUTATION, is_permutation, quantize_graph
 from mmrmt.deployment.session import onnxruntime_session
 from mmrmt.utils.model_from_config import build_cpu_model
-
 from helpers.tool_modules import import_tool
 
 tool_process = import_tool('tests/tools/tool_process.py')

@@ -15,11 +15,11 @@ import cv2
 import numpy as np
 import pytest
 import torch
-from helpers.tool_modules import exit_line, import_tool
 from mmengine.config import Config
 
 from mmrmt.deployment.mmdeploy_parity import BOX_TOLERANCE, MIN_EQUAL_FRACTION, prediction_parity
 from mmrmt.utils import build_cpu_model
+from helpers.tool_modules import exit_line, import_tool
 
 deploy_tool = import_tool('tools/deployment/mmdeploy_deploy.py')
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.code_in_checkpoint import code_that_touches
 from mmengine.config import Config
 from mmengine.model import BaseModel
 from mmengine.runner.checkpoint import CheckpointLoader, _load_checkpoint
 
 from mmrmt.engine import OwnWorkDirRunner, ResumeRNGHook, guard_checkpoint_loading
 from mmrmt.engine.inert_checkpoint_loading import WRAPPED_MARK
+from helpers.code_in_checkpoint import code_that_touches
 
 
 class TinyModel(BaseModel):

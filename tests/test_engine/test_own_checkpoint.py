@@ -5,9 +5,8 @@ import pytest
 from mmengine.config import Config
 from mmengine.logging import MessageHub
 
-from mmrmt.engine.own_checkpoint import (ForeignCheckpointError, checkpoint_folder,
-                                         checkpoint_out_dir, keep_checkpoint_paths_own,
-                                         own_last_checkpoint)
+from mmrmt.engine.own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir,
+                                         keep_checkpoint_paths_own, own_last_checkpoint)
 
 
 def record(work_dir: Path, checkpoint: Path) -> None:

@@ -1,9 +1,9 @@
 """The work dir lock: one holder at a time, also among processes racing for it;
 a live holder named in one line; an ended holder's lock taken over."""
 import json
+import multiprocessing
 import os
 import signal
-import multiprocessing
 import socket
 import subprocess
 import sys
@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from mmrmt.engine import work_dir_lock
-from mmrmt.engine.work_dir_lock import (LOCK_FILE, RunRecord, WorkDirBusyError, WorkDirLock,
-                                        check_work_dir_free)
+from mmrmt.engine.work_dir_lock import LOCK_FILE, RunRecord, WorkDirBusyError, WorkDirLock, check_work_dir_free
 
 
 def write_lock(work_dir: Path, record: RunRecord) -> None:

@@ -3,9 +3,9 @@ import pickle
 
 import pytest
 import torch
-from helpers.onnx_graphs import matmul_graph, relocated
 
 from mmrmt.utils import PreflightError, check_graph_file
+from helpers.onnx_graphs import matmul_graph, relocated
 
 pytest.importorskip('onnxruntime')
 EXPORT_HINT = 'export one with tools/deployment/pytorch2onnx.py'

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from tool_process import (DET_CONFIG, SEG_CONFIG, Evaluation, check_ok, det_data_options, run_tool,
-                          seg_data_options)
+
+from tool_process import DET_CONFIG, SEG_CONFIG, Evaluation, check_ok, det_data_options, run_tool, seg_data_options
 
 
 @pytest.fixture(scope='session')

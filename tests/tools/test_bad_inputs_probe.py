@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
-from helpers.onnx_graphs import matmul_graph, relocated
-from tool_process import DET_CONFIG, REPO, SEG_CONFIG, library_train_script, run_script
 
 from mmrmt.engine.work_dir_lock import LOCK_FILE
+from helpers.onnx_graphs import matmul_graph, relocated
+from tool_process import DET_CONFIG, REPO, SEG_CONFIG, library_train_script, run_script
 
 #: The rows whose right line comes late or among other lines (at most 5 may).
 POOR: Dict[str, str] = {}

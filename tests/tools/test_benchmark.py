@@ -6,10 +6,10 @@ import subprocess
 import sys
 
 import pytest
-from helpers.tool_modules import exit_line, import_tool
-from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, run_tool, tool_env
 
 from mmrmt.deployment.cpu_features import cpu_features
+from helpers.tool_modules import exit_line, import_tool
+from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, run_tool, tool_env
 
 TOOL = 'analysis_tools/benchmark.py'
 benchmark = import_tool('tools/analysis_tools/benchmark.py')

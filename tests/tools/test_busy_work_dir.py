@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from tool_process import (DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, free_port,
-                          library_train_script, run_script, tool_env)
 
 from mmrmt.engine.work_dir_lock import LOCK_FILE, RunRecord
+from tool_process import (DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, free_port, library_train_script,
+                          run_script, tool_env)
 
 TRAIN_SCRIPTS = {'ours': REPO / 'tools' / 'train.py', 'mmdet': library_train_script('mmdet')}
 

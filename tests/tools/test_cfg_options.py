@@ -4,10 +4,10 @@ train.py's cases run in-process (tool_process.exit_message); each other tool
 that takes --cfg-options is checked with one case of its own.
 """
 import pytest
-from helpers.tool_modules import exit_line, import_tool
-from tool_process import DET_CONFIG, REPO, SEG_CONFIG, exit_message
 
 from mmrmt.utils import apply_cfg_options, read_config
+from helpers.tool_modules import exit_line, import_tool
+from tool_process import DET_CONFIG, REPO, SEG_CONFIG, exit_message
 
 
 @pytest.mark.parametrize('option,expected', [

@@ -12,10 +12,11 @@ from typing import Tuple
 
 import pytest
 import torch
+
 from helpers.code_in_checkpoint import with_code_in_saved_config
 from helpers.tool_modules import import_tool
-from tool_process import (DET_CONFIG, check_ok, det_data_options, exit_message, library_train_script,
-                          load_checkpoint, run_script, run_tool)
+from tool_process import (DET_CONFIG, check_ok, det_data_options, exit_message, library_train_script, load_checkpoint,
+                          run_script, run_tool)
 
 
 @pytest.fixture
@@ -41,8 +42,9 @@ def test_mmdet_train_script_resumes_without_running_code(trap, demo_root, tmp_pa
     """mmdet's own train.py on our config: the runner the config names, and the guard of
     mmengine's checkpoint loading, keep its resume from running ``meta['config']``."""
     checkpoint, marker = trap
-    result = run_script(library_train_script('mmdet'), [DET_CONFIG, '--work-dir', tmp_path / 'work', '--resume', checkpoint,
-                                 '--cfg-options', 'train_cfg.val_interval=100', *det_data_options(demo_root)])
+    result = run_script(library_train_script('mmdet'),
+                        [DET_CONFIG, '--work-dir', tmp_path / 'work', '--resume', checkpoint,
+                         '--cfg-options', 'train_cfg.val_interval=100', *det_data_options(demo_root)])
     check_ok(result)
     assert 'resumed epoch: 0, iter: 4' in result.stdout + result.stderr and not marker.exists()
 

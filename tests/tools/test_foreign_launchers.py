@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from helpers.code_in_checkpoint import with_code_in_saved_config
-from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, copy_without, det_data_options,
-                          files_under, foreign_checkpoint_error, library_train_script,
-                          load_checkpoint, run_script, seg_data_options)
+from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, copy_without, det_data_options, files_under,
+                          foreign_checkpoint_error, library_train_script, load_checkpoint, run_script, seg_data_options)
 
 
 @pytest.mark.parametrize('library,config,data_options,trained', [
@@ -37,8 +37,7 @@ def test_library_train_script_resumes_to_the_uninterrupted_weights(library, conf
     check_ok(resumed)
     assert 'resumed epoch: 0, iter: 2' in resumed.stdout + resumed.stderr
 
-    expected, continued = (load_checkpoint(run / 'iter_4.pth')['state_dict']
-                            for run in (straight, interrupted))
+    expected, continued = (load_checkpoint(run / 'iter_4.pth')['state_dict'] for run in (straight, interrupted))
     assert expected.keys() == continued.keys()
     differing = [key for key, value in expected.items() if not torch.equal(value, continued[key])]
     assert not differing, f'{len(differing)} of {len(expected)} tensors differ, e.g. {differing[:3]}'

@@ -4,10 +4,10 @@ import torch
 import torch.nn.functional as F
 from mmengine.analysis import FlopAnalyzer
 from mmengine.config import Config
-from helpers.tool_modules import REPO, exit_line, import_tool
 from torch import nn
 
 from mmrmt.models.backbones import RMT
+from helpers.tool_modules import REPO, exit_line, import_tool
 
 get_flops = import_tool('tools/analysis_tools/get_flops.py')
 
@@ -78,9 +78,10 @@ def test_fast_and_reference_paths_count_the_same_flops():
 def test_an_input_too_large_to_count_is_one_line_before_the_model(tmp_path, capsys):
     config = str(REPO / 'configs/rmt/retinanet_rmt-t_fpn_1x_coco.py')
     for shape in (['20000', '20000'], ['4097', '64'], ['2100', '2100']):
-        assert exit_line(get_flops.main, [config, '--shape', *shape]) == (f'error: --shape {shape[0]} {shape[1]} is too large to count: at most 4096 '
-                                   'pixels a side and 4,194,304 pixels in all (the model runs on the CPU and '
-                                   'its attention memory grows with the square of the pixels)')
+        assert exit_line(get_flops.main, [config, '--shape', *shape]) == (
+            f'error: --shape {shape[0]} {shape[1]} is too large to count: at most 4096 '
+            'pixels a side and 4,194,304 pixels in all (the model runs on the CPU and '
+            'its attention memory grows with the square of the pixels)')
     assert capsys.readouterr().out == ''
     get_flops.check_shape(4096, 1024)  # the bound itself is counted
 

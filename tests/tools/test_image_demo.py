@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import torch
 from pycocotools import mask as mask_utils
-from tool_process import DET_CONFIG, SEG_CONFIG, exit_message, run_tool
 
 from mmrmt.apis import check_test_scale, collect_images, output_files, read_image_sizes
 from mmrmt.apis.image_inference import resolve_palette
 from mmrmt.datasets import DEMO_DET_CLASSES, DEMO_SEG_CLASSES
 from mmrmt.utils import PreflightError
+from tool_process import DET_CONFIG, SEG_CONFIG, exit_message, run_tool
 
 IMAGE_DEMO = '../demo/image_demo.py'  # run_tool runs scripts relative to tools/
 SIZE = 128  # the demo images' side
@@ -149,8 +149,6 @@ def test_palettes_by_name():
         resolve_palette('ade20k', 'mmdet', 3)
     with pytest.raises(PreflightError, match='--palette voc has 21 colours for 30 classes'):
         resolve_palette('voc', 'mmseg', 30)
-
-
 
 
 def test_an_image_the_test_scale_shrinks_to_nothing_is_refused_before_the_model(tmp_path, monkeypatch, capsys):

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from mmrmt.checkpoint import read_saved_config
+from mmrmt.models.backbones import RMT, ResT
 from helpers.code_in_checkpoint import with_code_in_saved_config
 from helpers.tool_modules import exit_line, import_tool
 from helpers.upstream_layouts import random_upstream_state_dict
 from tool_process import REPO, load_checkpoint, run_script
-
-from mmrmt.checkpoint import read_saved_config
-from mmrmt.models.backbones import RMT, ResT
 
 CONVERTERS = REPO / 'tools' / 'model_converters'
 rest_detectron2_to_mmrmt = import_tool('tools/model_converters/rest_detectron2_to_mmrmt.py')

@@ -4,6 +4,7 @@ import re
 
 import onnx
 import pytest
+
 from tool_process import DET_CONFIG, check_ok, det_data_options, metric, run_tool
 
 EXPORT = 'deployment/pytorch2onnx.py'

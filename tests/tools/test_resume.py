@@ -2,8 +2,9 @@
 weights of an uninterrupted 4-iteration run (same seed, deterministic mode);
 ``--resume`` in a copied work dir reads the copy's checkpoints only."""
 import torch
-from tool_process import (DET_CONFIG, check_ok, copy_without, det_data_options, files_under,
-                          foreign_checkpoint_error, load_checkpoint, run_tool)
+
+from tool_process import (DET_CONFIG, check_ok, copy_without, det_data_options, files_under, foreign_checkpoint_error,
+                          load_checkpoint, run_tool)
 
 
 def test_interrupted_and_resumed_equals_uninterrupted(det_work_dir, demo_root, tmp_path):

@@ -1,8 +1,8 @@
 """Config preparation shared by the tools: the RNG hook once, whichever config."""
 from mmengine.config import Config
-from tool_process import DET_CONFIG
 
 from mmrmt.utils import add_resume_rng_hook, load_run_config
+from tool_process import DET_CONFIG
 
 
 def test_our_configs_name_the_hook_and_the_tool_adds_no_second_one():

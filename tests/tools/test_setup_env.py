@@ -5,6 +5,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from tool_process import REPO, run_tool
 
 WHEEL = 'mmcv-2.1.0-cp311-cp311-linux_x86_64.whl'

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tool_process import DET_CONFIG, REPO, tool_env
 
 FAKE_SRUN = '''#!{python}

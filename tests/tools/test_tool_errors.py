@@ -7,8 +7,9 @@ without paying a fresh interpreter each time.
 """
 import pytest
 import torch
-from tool_process import (DET_CONFIG, SEG_CONFIG, assert_fails_with, check_ok, det_data_options,
-                          exit_message, load_checkpoint, run_tool)
+
+from tool_process import (DET_CONFIG, SEG_CONFIG, assert_fails_with, check_ok, det_data_options, exit_message,
+                          load_checkpoint, run_tool)
 
 
 def test_missing_config_in_a_subprocess(tmp_path):

@@ -5,6 +5,7 @@ import pickle
 
 import numpy as np
 from PIL import Image
+
 from tool_process import load_checkpoint, metric
 
 

@@ -5,11 +5,11 @@ import torch
 from mmdet.structures import DetDataSample
 from mmdet.structures.mask import mask2bbox
 from mmengine.structures import InstanceData
-from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, exit_message, load_checkpoint,
-                          metric, run_tool, seg_data_options)
 from torch import nn
 
 from mmrmt.models.test_time_augs import InstanceSegTTAModel
+from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, exit_message, load_checkpoint, metric,
+                          run_tool, seg_data_options)
 
 HEIGHT, WIDTH = 8, 10
 

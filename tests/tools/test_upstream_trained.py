@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 import torch
 from mmengine.config import Config
+
+from mmrmt.checkpoint.converters import check_class_names, convert_upstream_trained
+from mmrmt.models.backbones import RMT
+from mmrmt.utils import PreflightError, build_cpu_model
 from helpers.code_in_checkpoint import with_code_in_saved_config
 from helpers.tool_modules import import_tool
 from helpers.upstream_layouts import upstream_layouts
 from helpers.upstream_trained_layouts import (convfc_bbox_head, rmt_backbone, under, upstream_checkpoint,
                                               upstream_model_layout)
-from tool_process import (DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, load_checkpoint, metric,
-                          run_tool, seg_data_options)
-
-from mmrmt.checkpoint.converters import check_class_names, convert_upstream_trained
-from mmrmt.models.backbones import RMT
-from mmrmt.utils import PreflightError, build_cpu_model
+from tool_process import (DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, load_checkpoint, metric, run_tool,
+                          seg_data_options)
 
 get_flops = import_tool('tools/analysis_tools/get_flops.py')
 converter = import_tool('tools/model_converters/rmt_upstream_trained_to_mmrmt.py')

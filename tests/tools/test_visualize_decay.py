@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import torch
 from mmengine.config import Config
+
+from mmrmt.models.backbones.rmt.attention_maps import AttentionMaps
+from mmrmt.utils import PreflightError
 from helpers.rounding import assert_close, one_computation, two_implementations
 from helpers.tool_modules import import_tool
 from helpers.upstream_layouts import random_upstream_state_dict
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, run_tool
-
-from mmrmt.models.backbones.rmt.attention_maps import AttentionMaps
-from mmrmt.utils import PreflightError
 
 visualize_decay = import_tool('tools/analysis_tools/visualize_decay.py')
 

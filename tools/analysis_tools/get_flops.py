@@ -26,8 +26,8 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 from mmengine.analysis import FlopAnalyzer, parameter_count
-from mmengine.analysis.print_helper import complexity_stats_table
 from mmengine.analysis.jit_handles import get_shape
+from mmengine.analysis.print_helper import complexity_stats_table
 from mmengine.config import Config
 from torch import nn
 

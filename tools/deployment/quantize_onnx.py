@@ -22,9 +22,9 @@ from typing import List, Optional, Tuple
 
 from mmengine.config import Config
 
-from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model,
-                         check_dataloader_paths, check_graph_file, check_new_file, file_errors_as_tool_errors,
-                         read_config, replaced_atomically, run_main)
+from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_dataloader_paths,
+                         check_graph_file, check_new_file, file_errors_as_tool_errors, read_config, replaced_atomically,
+                         run_main)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

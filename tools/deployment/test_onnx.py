@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from mmrmt.deployment.runtimes import add_runtime_arguments, check_runtime, runtime_label
-from mmrmt.utils import (PreflightError, add_cfg_options, build_runner, check_dataloader_paths,
-                         check_evaluator_files, check_graph_file, check_writable, load_run_config, run_main)
+from mmrmt.utils import (PreflightError, add_cfg_options, build_runner, check_dataloader_paths, check_evaluator_files,
+                         check_graph_file, check_writable, load_run_config, run_main)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

@@ -7,7 +7,7 @@
 #       ~/.cache/mmrmt/wheels (found by find_wheel.sh; an empty or half-written
 #       cache is skipped), else built from the PyPI sdist and cached there
 #   mmrmt itself, editable, with its extras all (mmdet 3.3.0, mmsegmentation
-#       1.2.2 + ftfy, regex), tests (pytest), deploy (onnx, onnxruntime,
+#       1.2.2 + ftfy, regex), tests (pytest, flake8, isort), deploy (onnx, onnxruntime,
 #       onnxscript) and openvino; with them mmengine and timm
 #   mmdeploy 1.3.1 and aenum, without their dependencies (requirements/mmdeploy.txt)
 # and finally checks that mmcv.ops.nms runs. Any failure ends it with one
@@ -102,7 +102,7 @@ fi
 # Reinstall the Python dependencies whenever their declarations change.
 STAMP=$VENV/.mmrmt-requirements
 wanted=$(cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, ftfy, regex, onnx, onnxruntime, onnxscript, openvino, mmrmt"; then
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, flake8, isort, ftfy, regex, onnx, onnxruntime, onnxscript, openvino, mmrmt"; then
     log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable; extras all, tests, deploy, openvino)"
     "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT[all,tests,deploy,openvino]"
     echo "$wanted" > "$STAMP"

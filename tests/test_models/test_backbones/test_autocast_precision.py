@@ -6,8 +6,8 @@ amplifies rounding (helpers.precision.assert_within_rounding)."""
 import pytest
 import torch
 
-from helpers.precision import TINY_BACKBONES, assert_autocast_accurate, assert_within_rounding, build_tiny, run, \
-    run_scaled
+from helpers.precision import (TINY_BACKBONES, assert_autocast_accurate, assert_within_rounding, build_tiny, run,
+                               run_scaled)
 
 IMAGE_SHAPE = (2, 3, 64, 96)
 

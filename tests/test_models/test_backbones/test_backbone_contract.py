@@ -19,7 +19,7 @@ from torch import nn
 
 from mmrmt.models import RMT, ResMLP, ResT
 from helpers.backbone_checks import assert_norm_eval_keeps_batch_norms_in_eval, assert_with_cp_matches_plain
-from helpers.backbones import REST_TINY, RESMLP_TINY, RMT_TINY
+from helpers.backbones import RESMLP_TINY, REST_TINY, RMT_TINY
 from helpers.checkpoints import pretrained, save
 
 
@@ -201,8 +201,9 @@ OWN_ARGUMENT_ERRORS = [
      r"the per-stage lists of arch must have the same length, got \{'embed_dims': 4, 'depths': 3"),
     ('RMT', rmt_arch(depths=[]), TypeError, r"arch\['depths'\] must be a non-empty list with one entry per stage"),
     ('RMT', rmt_arch(mlp_ratios=2), TypeError, r"arch\['mlp_ratios'\] must be a non-empty list"),
-    ('RMT', rmt_arch(windows=2), KeyError, r"a custom arch needs the keys \['embed_dims', .*'layer_scales'\] and may "
-                                          r"have \['layer_scale_init'\]; missing \[\], unknown \['windows'\]"),
+    ('RMT', rmt_arch(windows=2), KeyError,
+     r"a custom arch needs the keys \['embed_dims', .*'layer_scales'\] and may "
+     r"have \['layer_scale_init'\]; missing \[\], unknown \['windows'\]"),
     ('RMT', dict(arch={k: v for k, v in RMT_TINY.items() if k != 'heads_ranges'}), KeyError,
      r"a custom arch needs the keys \[.*\] and may have \['layer_scale_init'\]; missing \['heads_ranges'\]"),
     ('RMT', dict(arch='xl'), KeyError, r"unknown arch 'xl'; choose one of \['b', 'base', 'l', 'large', 's', "
@@ -231,8 +232,8 @@ OWN_ARGUMENT_ERRORS = [
     ('ResT', dict(arch='tiny'), KeyError, r"unknown arch 'tiny'; choose one of \['base', 'large', 'lite', 'small'\]"),
     ('ResMLP', resmlp_arch(depth=0), ValueError, r"arch\['depth'\] must be an int >= 1, got 0"),
     ('ResMLP', resmlp_arch(embed_dims=-16), ValueError, r"arch\['embed_dims'\] must be an int >= 1"),
-    ('ResMLP', resmlp_arch(patch_size=12), ValueError, r"arch\['patch_size'\] must be a power of two \(1, 2, 4, 8, "
-                                                        r'\.\.\.\), got 12'),
+    ('ResMLP', resmlp_arch(patch_size=12), ValueError,
+     r"arch\['patch_size'\] must be a power of two \(1, 2, 4, 8, \.\.\.\), got 12"),
     ('ResMLP', resmlp_arch(window_size=0), ValueError, r"arch\['window_size'\] must be an int >= 1, got 0"),
     ('ResMLP', dict(arch={'embed_dims': 16, 'depth': 4, 'patch_size': 512}), ValueError,
      r"arch\['window_size'\] \(by default 224 // patch_size, the pretraining grid\) must be an int >= 1, got 0"),

@@ -12,7 +12,7 @@ import torch
 from mmengine.config import Config
 
 from mmrmt.models import RMT, ResMLP, ResT
-from helpers.backbones import REST_TINY, RESMLP_TINY, RMT_TINY
+from helpers.backbones import RESMLP_TINY, REST_TINY, RMT_TINY
 from helpers.checkpoints import pretrained, save
 
 BACKBONES = [(RMT, RMT_TINY), (ResT, REST_TINY), (ResMLP, RESMLP_TINY)]
@@ -34,7 +34,7 @@ def one_line(info: pytest.ExceptionInfo) -> str:
 @each_backbone
 def test_a_checkpoint_path_becomes_init_cfg_and_loads(backbone, arch, tmp_path):
     path = save(backbone(arch).state_dict(), tmp_path / 'backbone.pth')
-    with pytest.warns(DeprecationWarning, match=rf"pretrained is deprecated, use init_cfg=dict\(type='Pretrained'"):
+    with pytest.warns(DeprecationWarning, match=r"pretrained is deprecated, use init_cfg=dict\(type='Pretrained'"):
         model = backbone(arch, pretrained=path)
     assert model.init_cfg == pretrained(path)
     model.init_weights()
@@ -79,8 +79,8 @@ def mmseg_upernet(tmp_path, **model) -> Config:
 def build(cfg: Config) -> torch.nn.Module:
     from mmengine.registry import init_default_scope
     init_default_scope(cfg.default_scope)
-    from mmseg.registry import MODELS as SEG_MODELS
     from mmdet.registry import MODELS as DET_MODELS
+    from mmseg.registry import MODELS as SEG_MODELS
     return (SEG_MODELS if cfg.default_scope == 'mmseg' else DET_MODELS).build(cfg.model)
 
 

@@ -8,14 +8,13 @@ from typing import List, Tuple
 import pytest
 import timm
 import torch
-from timm.models.mlp_mixer import Affine as TimmAffine
-from timm.models.mlp_mixer import MlpMixer, ResBlock
+from timm.models.mlp_mixer import Affine as TimmAffine, MlpMixer, ResBlock
 
 from mmrmt.models import ResMLP
 from mmrmt.models.backbones.resmlp import mix_in_windows
-from helpers.rounding import assert_close, two_implementations
 from helpers.backbones import RESMLP_TINY as TINY
 from helpers.checkpoints import init_and_capture_summary, pretrained, save
+from helpers.rounding import assert_close, two_implementations
 
 #: Documented parameters of the four pyramid levels (out_norms + rescales).
 PYRAMID_PARAMS = {'12': 1_774_464, '24': 1_774_464, '36': 1_774_464, 'big-24': 2_366_208}
@@ -322,8 +321,8 @@ def test_detector_training_step_leaves_no_backbone_parameter_unused(out_levels):
                                          batch_input_shape=(64, 64), scale_factor=(1., 1.)))
     sample.gt_instances = InstanceData(bboxes=torch.tensor([[8., 10., 40., 50.], [30., 5., 60., 30.]]),
                                        labels=torch.tensor([0, 1]))
-    data = detector.data_preprocessor(dict(inputs=[torch.randint(0, 256, (3, 64, 64), dtype=torch.uint8)],
-                                            data_samples=[sample]), training=True)
+    image = torch.randint(0, 256, (3, 64, 64), dtype=torch.uint8)
+    data = detector.data_preprocessor(dict(inputs=[image], data_samples=[sample]), training=True)
     losses = detector(**data, mode='loss')
     total, _ = detector.parse_losses(losses)
     total.backward()
@@ -356,5 +355,3 @@ def test_arch_aliases():
     with torch.device('meta'):
         assert ResMLP('S12').depth == 12 and ResMLP('b24').embed_dims == 768
         assert len(ResMLP('big-24').blocks[0].linear_tokens.weight) == 28 * 28
-
-

@@ -178,5 +178,3 @@ def test_arch_names_and_custom_dict():
     three_stages = ResT({key: value[:3] for key, value in TINY.items()}, out_indices=(0, 1, 2)).eval()
     assert [o.shape[1] for o in three_stages(torch.randn(1, 3, 32, 32))] == [16, 32, 48]
     assert not hasattr(three_stages, 'patch_embed_4')
-
-

@@ -11,10 +11,9 @@ from mmrmt.models import ResT
 from mmrmt.models.backbones import rest_attention
 from mmrmt.models.backbones.rest_attention import mixed_head_attention
 from mmrmt.models.layers import run_mode
-
-from helpers.rounding import assert_close, one_computation, two_implementations
 from helpers.backbones import REST_TINY as TINY
 from helpers.rest_reference import ReferenceResT
+from helpers.rounding import assert_close, one_computation, two_implementations
 
 
 def plain_mixed_head_attention(q, k, v, mix_weight, mix_bias, scale):

@@ -42,7 +42,7 @@ def test_out_indices_select_stages():
 # each builds RMT-T: the fast tier keeps the authors' own wrapping (tests/test_checkpoint/test_reading.py
 # unwraps every one)
 @pytest.mark.parametrize('wrap', ['model', *(pytest.param(wrap, marks=pytest.mark.slow)
-                                            for wrap in ('state_dict', 'model_ema', 'module', 'bare'))])
+                                             for wrap in ('state_dict', 'model_ema', 'module', 'bare'))])
 def test_upstream_imagenet_checkpoint_loads_with_only_new_norms_missing(tmp_path, wrap):
     upstream = random_upstream_state_dict('rmt-t')
     if wrap == 'module':
@@ -107,8 +107,6 @@ def test_frozen_stem_only():
     model = RMT(TINY, frozen_stages=0).train()
     assert all(not p.requires_grad for p in model.patch_embed.parameters())
     assert all(p.requires_grad for p in model.layers[0].parameters())
-
-
 
 
 @pytest.mark.slow  # builds RMT-S

@@ -14,7 +14,6 @@ from mmrmt.models.backbones.rmt.fast_relative_position import FastManhattanRelPo
 from mmrmt.models.backbones.rmt.ffn import ConvFFN
 from mmrmt.models.backbones.rmt.relative_position import ManhattanRelPos
 from mmrmt.models.layers import run_mode
-
 from helpers.precision import assert_within_rounding, run
 from helpers.rounding import assert_close, assert_within_low_precision, two_implementations
 

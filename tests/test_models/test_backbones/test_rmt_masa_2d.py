@@ -11,8 +11,8 @@ from torch import nn
 import mmrmt
 from mmrmt.models import RMT, ManhattanSelfAttention2d
 from mmrmt.models.backbones.rmt import masa_2d
-from helpers.rounding import assert_close, two_implementations
 from helpers.backbones import RMT_TINY
+from helpers.rounding import assert_close, two_implementations
 
 
 def rmt_and_masa(stage: int, impl: str):

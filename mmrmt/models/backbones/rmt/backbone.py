@@ -7,9 +7,9 @@ from timm.layers import trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
+from ...layers import build_norm_layer
 from ..arch import (BOOL, NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_heads_divide_dims,
                     resolve_arch)
-from ...layers import build_norm_layer
 from ..base_backbone import PyramidBackbone, init_linears_and_layer_norms
 from .attention_maps import AttentionMaps, query_maps
 from .block import RMTStage

@@ -5,9 +5,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...layers import norm_then_project, run_mode
 from .depthwise_conv import depthwise_conv_channels_last
 from .ffn import ConvFFN
-from ...layers import norm_then_project, run_mode
 
 
 class _GeluConvProjection(torch.autograd.Function):
