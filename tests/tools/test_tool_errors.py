@@ -204,3 +204,11 @@ def test_existing_out_file_needs_force(det_work_dir, tmp_path, monkeypatch, caps
                                        '--work-dir', tmp_path / 'w'], monkeypatch, capsys)
     assert message == f'error: --out {out} exists; choose another path, or add --force to replace it'
     assert out.read_bytes() == b'earlier predictions'
+
+
+def test_demo_data_root_that_is_a_file(tmp_path, monkeypatch, capsys):
+    root = tmp_path / 'demo'
+    root.write_text('not a folder')
+    message = exit_message('misc/make_demo_data.py', ['--root', root], monkeypatch, capsys)
+    assert message == f'error: --root {root} is a file, not a folder: give a folder for coco/ and ade/'
+    assert root.read_text() == 'not a folder'
