@@ -9,6 +9,7 @@ import pytest
 import torch
 from mmengine.config import Config
 from mmengine.model import BaseModel
+from mmengine.registry import DefaultScope
 from mmengine.runner.checkpoint import CheckpointLoader, _load_checkpoint
 
 from mmrmt.engine import OwnWorkDirRunner, ResumeRNGHook, guard_checkpoint_loading
@@ -35,6 +36,14 @@ def read_as_resume_does(checkpoint: dict) -> None:
     """What mmengine's ``Runner.resume`` does with a loaded checkpoint's ``meta['config']``."""
     if 'config' in checkpoint['meta']:
         Config.fromstring(checkpoint['meta']['config'], file_format='.py')
+
+
+@pytest.fixture(autouse=True)
+def scope_of_this_test_only():
+    """A Runner makes its scope ('mmengine') the process's current one, and later tests would build
+    from mmengine's registry instead of mmdet's / mmseg's: mmengine's own context restores the scopes."""
+    with DefaultScope.overwrite_default_scope('mmengine'):
+        yield
 
 
 @pytest.fixture
