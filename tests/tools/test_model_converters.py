@@ -188,7 +188,7 @@ def test_the_saved_config_of_a_training_checkpoint_is_never_run(converter, det_w
     marker, source = tmp_path / 'PWNED', tmp_path / 'iter_4.pth'
     torch.save(with_code_in_saved_config(load_checkpoint(det_work_dir / 'iter_4.pth'), marker), source)
     message = converter_error(converter, [source, tmp_path / 'out.pth'])
-    assert message.startswith(f'error: the config saved in {source} (meta.cfg) is not plain data, so it was '
-                              "not read (nor run): line 1: \"__import__('os').system(")
-    assert message.endswith(' is not a literal')
+    assert message == (f'error: the config saved in {source} (meta.cfg) is not plain data, so it was not read '
+                       "(nor run): line 1: the operator '.' is not part of a literal; mmengine writes only literals "
+                       'there: use a checkpoint from a source you trust')
     assert not marker.exists() and not (tmp_path / 'out.pth').exists()
