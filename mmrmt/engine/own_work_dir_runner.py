@@ -1,4 +1,5 @@
 """mmengine's Runner, keeping to a work dir of its own."""
+import os.path as osp
 import sys
 from inspect import signature
 from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Union
@@ -9,6 +10,7 @@ from mmengine.logging import MMLogger
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
+from mmrmt.checkpoint import checkpoint_file_problem
 from .inert_checkpoint_loading import make_checkpoint_inert
 from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, keep_checkpoint_paths_own,
                              own_last_checkpoint)
@@ -56,6 +58,7 @@ class OwnWorkDirRunner(Runner):
         arguments = signature(Runner.__init__).bind(self, *args, **kwargs).arguments
         # resume=True without load_from: resume from the work dir's last checkpoint
         self._auto_resume = bool(arguments.get('resume')) and arguments.get('load_from') is None
+        self._resume_file = arguments.get('load_from') if arguments.get('resume') else None
         self._work_dir_lock: Optional[WorkDirLock] = None
         self._holds_work_dir = False
         self._notes: List[str] = []  # for the log, once it exists
@@ -78,6 +81,17 @@ class OwnWorkDirRunner(Runner):
                 self._exit_with(str(error))
             if moved:
                 self._note(moved)
+        elif self._resume_file is not None and '://' not in self._resume_file:
+            self._check_resume_file(self._resume_file)
+
+    def _check_resume_file(self, path: str) -> None:
+        """End with one line, before the log is written, unless the local file to resume from may be a
+        checkpoint (mmdet's and mmseg's launchers pass ``--resume FILE`` here unchecked)."""
+        if not osp.isfile(path):
+            self._exit_with(f'--resume {path}: no such file; give a checkpoint this run wrote')
+        problem = checkpoint_file_problem(path)
+        if problem is not None:
+            self._exit_with(f'--resume {path}: {problem}; give a checkpoint this run wrote')
 
     def build_logger(self, *args, **kwargs) -> MMLogger:
         """mmengine's logger, its first lines telling of a lock taken over from an ended

@@ -94,3 +94,17 @@ def test_the_runner_guards_a_loader_registered_after_the_guard(tmp_path, trap, m
     checkpoint = runner.load_checkpoint('trap://file')
     read_as_resume_does(checkpoint)
     assert 'config' not in checkpoint['meta']
+
+
+@pytest.mark.parametrize('content, reason', [
+    (None, 'no such file'), (b'', 'the file is empty (0 bytes)'),
+    (b'junk\n', "it is neither a zip archive nor a pickle (it starts with b'junk\\n')")])
+def test_a_resume_file_that_is_no_checkpoint_is_one_line_before_the_log(content, reason, tmp_path):
+    """mmdet's and mmseg's launchers pass ``--resume FILE`` to the runner unchecked."""
+    path = tmp_path / 'resume.pth'
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(SystemExit) as exited:
+        OwnWorkDirRunner(model=TinyModel(), work_dir=str(tmp_path / 'work'), load_from=str(path), resume=True)
+    assert exited.value.code == f'error: --resume {path}: {reason}; give a checkpoint this run wrote'
+    assert list((tmp_path / 'work').iterdir()) == []
