@@ -14,7 +14,7 @@ import torch
 from mmengine.optim import build_optim_wrapper
 from mmengine.registry import PARAM_SCHEDULERS, TRANSFORMS, init_default_scope
 
-from helpers.rounding import assert_close, unit_roundoff
+from helpers.rounding import assert_close, two_implementations, unit_roundoff
 from released_recipes import D2_SCALES, DETR_POLICIES, RELEASED_RECIPES, TOTAL_BATCH, released_decay, released_lr
 from zoo_configs import CONFIG_DIR, build_model, load_config, skip_parameter_init
 
@@ -83,7 +83,9 @@ def test_every_parameter_decays_as_released(names: List[str]):
                 continue
             expected = released_decay(param_name, recipe.weight_decay, recipe.rules,
                                       is_norm=(param_name in norm_params) if is_rest else None)
-            assert ours[id(param)] == pytest.approx((recipe.lr, expected)), f'{name}: {param_name}'
+            # mmengine's decay_mult times the weight decay against ours: one float64 product each
+            assert ours[id(param)] == pytest.approx((recipe.lr, expected), rel=two_implementations(torch.float64, 1)), \
+                f'{name}: {param_name}'
             checked += 1
         assert checked > 0
 
