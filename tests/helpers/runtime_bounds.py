@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from mmrmt.deployment import TensorModeModel, open_graph, relative_difference, run_session
-from .rounding import low_precision_bound
+from .rounding import low_precision_bound, two_implementations
 
 #: The format a runtime's ``--precision`` rounds to.
 PRECISION_DTYPES = {'f32': torch.float32, 'bf16': torch.bfloat16}
@@ -33,6 +33,17 @@ def longest_reduction(model: nn.Module) -> int:
         elif isinstance(module, nn.Linear):
             terms.append(module.in_features)
     return max(terms)
+
+
+def layer_count(model: nn.Module) -> int:
+    """How many convolutions and linear layers ``model`` has: at most that many sums in series."""
+    return sum(isinstance(module, (nn.modules.conv._ConvNd, nn.Linear)) for module in model.modules())
+
+
+def float32_pair_tolerance(model: nn.Module) -> float:
+    """:func:`helpers.rounding.two_implementations` of float32 for ``model``: two float32 runs of it
+    (torch and a graph of it) differ by at most this, relative to the values' magnitude."""
+    return two_implementations(torch.float32, longest_reduction(model), layer_count(model))
 
 
 def assert_runtime_within_format(model: TensorModeModel, path: str, inputs: Dict[str, Tuple[torch.Tensor, ...]],
