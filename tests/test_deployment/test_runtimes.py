@@ -8,8 +8,7 @@ import torch
 from mmdet.registry import MODELS
 
 from mmrmt.deployment import (RUNTIMES, RuntimeChoiceError, TensorModeModel, check_runtime, export_onnx, open_graph,
-                              run_session, verification_inputs)
-from mmrmt.deployment import runtimes
+                              run_session, runtimes, verification_inputs)
 from mmrmt.deployment.runtimes import bf16_refusal, openvino_capabilities
 from helpers.runtime_bounds import assert_runtime_within_format
 
@@ -72,9 +71,9 @@ def test_bf16_refusals_name_the_cpu_and_the_fix():
         check_runtime('tvm')
 
 
-@pytest.mark.parametrize('capabilities,refused', [(['FP32', 'INT8', 'BIN'], True),
-                                                   (['FP32', 'BF16', 'INT8', 'BIN'], False)],
-                         ids=['avx2-or-avx512-without-bf16', 'avx512-bf16-or-amx'])
+@pytest.mark.parametrize('capabilities,refused', [
+    (['FP32', 'INT8', 'BIN'], True), (['FP32', 'BF16', 'INT8', 'BIN'], False)],
+    ids=['avx2-or-avx512-without-bf16', 'avx512-bf16-or-amx'])
 def test_bf16_is_refused_exactly_where_openvino_lacks_it(capabilities, refused, monkeypatch):
     """Both answers on any machine: the decision reads OpenVINO's capabilities, not this CPU."""
     monkeypatch.setattr(runtimes, 'openvino_capabilities', lambda: capabilities)
