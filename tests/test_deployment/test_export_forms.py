@@ -54,7 +54,10 @@ def test_roi_pooling_below_opset_16_differs_for_rois_thinner_than_a_feature_pixe
     rois = torch.tensor([[0, 20.0, 30.0, 22.0, 70.0]])  # 2 px wide: half a stride-4 pixel
     with export_forms(extractor, 11):
         exported = extractor(feats, rois)
-    assert (exported - extractor(feats, rois)).abs().max() > 1e-2
+    expected = extractor(feats, rois)
+    # far more than the rounding the exact RoIs are held to above: a different value, not rounding
+    rounding = two_implementations(torch.float32, 4 * (128 // 7 + 1) ** 2) * expected.abs().max()
+    assert (exported - expected).abs().max() > 100 * rounding
 
 
 def test_plain_attention_equals_sdpa_with_broadcast_mask():
