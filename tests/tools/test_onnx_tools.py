@@ -101,7 +101,8 @@ def test_profile_lists_op_types(graphs):
     rows = re.findall(r'^\| (\w+) \| ([\d.]+) \| ([\d.]+) % \|', result.stdout, re.M)
     assert [op for op, _, _ in rows][-1] == 'all' and len(rows) == 6
     shares = [float(share) for _, _, share in rows[:-1]]
-    assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 100.1
+    # shares of the whole, each printed to 0.1 %: rounded by at most 0.05 % each
+    assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 100 + 0.05 * len(shares)
     assert {'Gemm', 'Conv'} & {op for op, _, _ in rows}
 
 

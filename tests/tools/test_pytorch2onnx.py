@@ -14,6 +14,9 @@ from tool_process import DET_CONFIG, REPO, SEG_CONFIG, TEST_CONFIGS, check_ok, r
 pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
 
 TOOL = 'deployment/pytorch2onnx.py'
+#: --verify's own threshold, which its exit status says held (the tool's --help says why it is 1e-4; the
+#: graphs' bounds derived from float64 are tests/test_deployment's, helpers/runtime_bounds.py)
+VERIFY_TOLERANCE = pytorch2onnx.DEFAULT_TOLERANCE['f32']
 DIFFERENCE = re.compile(r'^onnxruntime vs torch, max \|difference\| / max \|value\|: (\S+) \((.+)\)$', re.M)
 
 
@@ -24,7 +27,7 @@ def assert_verified(result) -> None:
     # random and demo images at the traced size, a larger one and an odd one
     assert set(differences) == {f'{kind} {size}' for kind in ('random', 'demo picture')
                                 for size in ('64x96', '128x128', '77x123')}
-    assert max(differences.values()) < 1e-4, differences
+    assert max(differences.values()) <= VERIFY_TOLERANCE, differences
 
 
 @pytest.mark.parametrize('config', [DET_CONFIG, SEG_CONFIG], ids=['mask-rcnn', 'upernet'])
@@ -64,7 +67,7 @@ def test_whole_models_export_at_mmdeploys_opsets(config, opset, tmp_path):
     check_ok(result)
     assert f'torchscript exporter, opset {opset}, fixed' in result.stdout
     differences = [float(value) for value, _ in DIFFERENCE.findall(result.stdout)]
-    assert len(differences) == 2 and max(differences) < 1e-4, result.stdout
+    assert len(differences) == 2 and max(differences) <= VERIFY_TOLERANCE, result.stdout
     assert ('pools as torch RoIs of sides >= 4 px' in result.stdout) == (config == DET_CONFIG)
     model = onnx.load(str(out), load_external_data=False)
     assert [entry.version for entry in model.opset_import if entry.domain in ('', 'ai.onnx')] == [opset]
@@ -204,7 +207,7 @@ def test_cascade_exports_at_a_fixed_size_and_refuses_dynamic(tmp_path, capsys):
                       timeout=900)
     check_ok(result)
     differences = [float(value) for value, _ in DIFFERENCE.findall(result.stdout)]
-    assert len(differences) == 2 and max(differences) < 1e-4
+    assert len(differences) == 2 and max(differences) <= VERIFY_TOLERANCE
 
 
 def test_verify_in_openvino_compares_with_torch(tmp_path, capsys):
@@ -216,8 +219,8 @@ def test_verify_in_openvino_compares_with_torch(tmp_path, capsys):
         r'^openvino f32 vs torch, max \|difference\| / max \|value\|: (\S+) \((.+)\)$', printed, re.M)}
     assert set(differences) == {f'{kind} {size}' for kind in ('random', 'demo picture')
                                 for size in ('64x96', '128x128', '77x123')}
-    # float32 in another runtime: the same sums in another order, far below 1e-4 of the largest value
-    assert 0 < max(differences.values()) < 1e-4, differences
+    # float32 in another runtime: the same sums in another order, within --verify's threshold
+    assert 0 < max(differences.values()) <= VERIFY_TOLERANCE, differences
 
 
 def test_runtime_without_verify_is_refused(tmp_path, capsys):

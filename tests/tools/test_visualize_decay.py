@@ -97,7 +97,9 @@ def test_backbone_weights_of_the_authors_load(image, tmp_path):
     classifier = random_upstream_state_dict('rmt-t', seed=3)
     torch.save({'model': classifier}, tmp_path / 'rmt_t3.pth')
     maps = run(RMT_T_CONFIG, image, tmp_path / 'out.png', '--weights', tmp_path / 'rmt_t3.pth', '--stage', 1)
-    assert torch.allclose(maps.gammas, classifier['layers.1.Relpos.decay'].exp())
+    # exp of the file's float32 decay: one rounding each
+    exp = two_implementations(torch.float32, 1)
+    assert torch.allclose(maps.gammas, classifier['layers.1.Relpos.decay'].exp(), rtol=exp)
 
 
 def test_inputs_are_checked_before_anything_is_computed(image, tmp_path):

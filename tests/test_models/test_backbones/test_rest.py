@@ -15,6 +15,7 @@ from mmrmt.models import ResT
 from helpers.backbone_checks import batch_norms
 from helpers.backbones import REST_TINY as TINY
 from helpers.checkpoints import init_and_capture_summary, pretrained, save
+from helpers.rounding import assert_close, two_implementations
 from helpers.upstream_layouts import random_upstream_state_dict, upstream_layouts, upstream_param_count
 
 VARIANTS = ('lite', 'small', 'base', 'large')
@@ -38,8 +39,10 @@ def test_drop_path_defaults_to_the_detection_setting_of_the_variant(variant, rat
     with torch.device('meta'):
         default, given = ResT(variant), ResT(variant, drop_path_rate=0.3)
     assert default.stage1[0].drop_path.__class__ is nn.Identity  # the rate rises from 0
-    assert default.stage4[-1].drop_path.drop_prob == pytest.approx(rate)
-    assert given.stage4[-1].drop_path.drop_prob == pytest.approx(0.3)
+    # the last of a float32 linspace to the rate: its step and sum rounded, the rate itself too
+    linspace = two_implementations(torch.float32, 1, 3)
+    assert default.stage4[-1].drop_path.drop_prob == pytest.approx(rate, rel=linspace)
+    assert given.stage4[-1].drop_path.drop_prob == pytest.approx(0.3, rel=linspace)
 
 
 def test_output_norms_are_emitted_only_and_the_last_is_the_final_norm():
@@ -59,7 +62,9 @@ def test_output_norms_are_emitted_only_and_the_last_is_the_final_norm():
     # Each emitted feature is its stage's raw output, normalised; had a norm fed
     # the next stage, the later raw outputs (computed without norms) would not fit.
     for norm, out, feature in zip(norms, emitted, raw):
-        torch.testing.assert_close(out, norm(feature.permute(0, 2, 3, 1)).permute(0, 3, 1, 2))
+        # one LayerNorm (mean, variance: 2 steps over the channels), maybe of another memory layout
+        assert_close(out, norm(feature.permute(0, 2, 3, 1)).permute(0, 3, 1, 2),
+                     two_implementations(torch.float32, feature.shape[1], 2))
 
 
 def test_out_indices_select_stages_and_norms():
@@ -87,7 +92,7 @@ def test_single_head_and_one_token_attention_follow_upstream_rules():
     # A one-key, one-query grid instance-normalises to zero (nn.InstanceNorm2d raises).
     attn = model.stage4[0].attn
     out = attn(torch.randn(2, 1, 1, 64))
-    torch.testing.assert_close(out, attn.proj.bias.expand(2, 1, 1, 64))
+    assert torch.equal(out, attn.proj.bias.expand(2, 1, 1, 64))  # exact: x - mean(x) is 0 for one element
 
 
 def test_upstream_imagenet_checkpoint_loads_with_only_new_norms_missing(tmp_path):
