@@ -86,7 +86,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     deploy_cfg, model_cfg, graph = preflight(args)
     from mmrmt.deployment.mmdeploy_rewriters import InexactExportError
-    from mmrmt.deployment.mmdeploy_route import compare_with_torch, convert, save_initialised_weights
+    from mmrmt.deployment.mmdeploy_route import compare_with_torch, convert, input_not_filled, save_initialised_weights
+    problem = input_not_filled(deploy_cfg, model_cfg, args.image, args.device)
+    if problem is not None:
+        raise PreflightError(f'{args.deploy_cfg}: {problem}')
     os.makedirs(args.work_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix='.mmdeploy-', dir=args.work_dir)
     try:
