@@ -2,17 +2,19 @@
 
 What mmdeploy's ``tools/deploy.py`` does for onnxruntime (``torch2onnx``),
 made right for torch 2.14 and our models: the TorchScript exporter selected,
-mmrmt's RoIAlign symbolic and exact adaptive pooling registered
-(``mmrmt/deployment/mmdeploy_rewriters.py``). The graph is then run through
+mmrmt's RoIAlign symbolic, exact adaptive pooling and mmdet's two-stage
+post-processing registered (``mmrmt/deployment/mmdeploy_rewriters.py``); a
+detector's IMAGE must fill the graph's input (mmdeploy clips boxes to the
+padded input, torch to the image). The graph is then run through
 mmdeploy's onnxruntime backend model and the PyTorch model on IMAGE; it is
 written to WORK_DIR only if their predictions agree (see docs/deployment.md).
 Needs the mmdeploy extra (``make setup`` installs it).
 
 Example::
 
-    python tools/deployment/mmdeploy_deploy.py configs/deploy/detection_onnxruntime_dynamic.py \\
-        configs/rmt/retinanet_rmt-t_fpn_1x_coco.py demo/demo.jpg --weights retinanet_rmt-t.pth \\
-        --work-dir work_dirs/mmdeploy/retinanet_rmt-t
+    python tools/deployment/mmdeploy_deploy.py configs/deploy/instance-seg_onnxruntime_static-800x1344.py \\
+        configs/rmt/mask-rcnn_rmt-t_fpn_1x_coco.py demo.jpg --weights mask-rcnn_rmt-t.pth \\
+        --work-dir work_dirs/mmdeploy/mask-rcnn_rmt-t
 """
 import argparse
 import importlib.util
