@@ -86,8 +86,8 @@ BOXES = re.compile(r'boxes within (\S+) of the image size')
 PIXELS = re.compile(r'([\d.]+) % of pixels equal')
 
 
-#: The detectors' inputs (width, height): their test pipelines' scale, which the 96x160 picture then fills (a
-#: multiple of the data preprocessor's 32, nothing padded). UperNet's graph has no boxes to clip.
+#: The detectors' inputs (width, height), which mmdeploy's test pipeline resizes the 96x160 picture to: small, and
+#: multiples of the data preprocessor's 32, so nothing is padded. UperNet's graph has no boxes to clip.
 @pytest.mark.parametrize('deploy_cfg, model_cfg, input_shape', [
     ('detection_onnxruntime_dynamic.py', 'retinanet_rmt-tiny_fpn_test.py', (96, 64)),
     ('detection_onnxruntime_static.py', 'retinanet_rest-tiny_fpn_test.py', (96, 64)),
