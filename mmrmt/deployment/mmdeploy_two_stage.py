@@ -30,12 +30,13 @@ import torch.nn.functional as F
 from mmdeploy.core import FUNCTION_REWRITER
 from mmdeploy.mmcv.ops import ONNXNMSop
 from mmdeploy.utils import is_dynamic_batch
+from mmengine.config import Config
 from torch import Tensor
 
 from .mmdeploy_errors import InexactExportError
 
 
-def check_one_image(deploy_cfg, batch_size: int, nms_cfg: dict, head: str) -> None:
+def check_one_image(deploy_cfg: Config, batch_size: int, nms_cfg: dict, head: str) -> None:
     """Refuse what these rewriters do not compute as mmdet does: a batch of several images, NMS other than 'nms'."""
     if is_dynamic_batch(deploy_cfg) or batch_size != 1:
         raise InexactExportError(f"mmrmt's export of mmdet's {head} post-processing takes one image a batch; "
