@@ -1,7 +1,7 @@
 """What mmdeploy 1.3.1 needs to export mmrmt's models right with torch 2.14 and onnxruntime.
 
 Importing this module imports mmdeploy (the ``mmdeploy`` extra) and
-registers, for the backends of :data:`SUPPORTED_BACKENDS`, two rewriters that
+registers, for the backends of :data:`SUPPORTED_BACKENDS`, rewriters that
 take precedence over mmdeploy's default ones (mmdeploy applies a
 backend's own rewriter instead of its default):
 
@@ -19,6 +19,11 @@ backend's own rewriter instead of its default):
   0.39 off). Ours averages the adaptive bins with slices and means
   (:func:`mmrmt.deployment.export_forms.adaptive_average_pool2d`), exact at
   any size, static or dynamic, and at opset 11.
+* mmdet's RPN and RoI box head post-processing: mmdeploy's rewrites give
+  other proposals and detections than mmdet (NMS across the RPN's levels,
+  each class scored with the box of the RoI's best class, the deploy
+  config's thresholds); ours compute mmdet's, from the model's ``test_cfg``
+  (:mod:`mmrmt.deployment.mmdeploy_two_stage`).
 
 :func:`torchscript_exporter` selects torch's TorchScript exporter for the
 calls mmdeploy makes (torch 2.14's ``torch.onnx.export`` defaults to the
@@ -33,6 +38,8 @@ from mmdeploy.core import FUNCTION_REWRITER, SYMBOLIC_REWRITER
 from mmdeploy.utils import get_ir_config
 
 from .export_forms import adaptive_average_pool2d
+from .mmdeploy_errors import InexactExportError
+from .mmdeploy_two_stage import bbox_head_predict_by_feat, rpn_head_predict_by_feat
 
 #: The backends for which the rewriters are registered; the mmdeploy route refuses others.
 SUPPORTED_BACKENDS = ('onnxruntime', )
@@ -41,10 +48,6 @@ SUPPORTED_BACKENDS = ('onnxruntime', )
 ALIGNED_ROI_ALIGN_OPSET = 16
 
 ONNX_INT64 = 7  # TensorProto.INT64
-
-
-class InexactExportError(ValueError):
-    """A layer that the deploy config's settings would export as other numbers than torch computes."""
 
 
 @contextmanager
@@ -83,3 +86,7 @@ for backend in SUPPORTED_BACKENDS:
     SYMBOLIC_REWRITER.register_symbolic('mmcv.ops.roi_align.__self__', backend=backend)(roi_align_symbolic)
     FUNCTION_REWRITER.register_rewriter('torch.nn.functional.adaptive_avg_pool2d',
                                         backend=backend)(adaptive_average_pool2d)
+    FUNCTION_REWRITER.register_rewriter('mmdet.models.dense_heads.rpn_head.RPNHead.predict_by_feat',
+                                        backend=backend)(rpn_head_predict_by_feat)
+    FUNCTION_REWRITER.register_rewriter('mmdet.models.roi_heads.bbox_heads.bbox_head.BBoxHead.predict_by_feat',
+                                        backend=backend)(bbox_head_predict_by_feat)

@@ -7,6 +7,16 @@ rewriters registered (:mod:`mmrmt.deployment.mmdeploy_rewriters`);
 :func:`compare_with_torch` runs the file through mmdeploy's onnxruntime
 backend model and the PyTorch model on one image and compares what each
 predicts (:mod:`mmrmt.deployment.mmdeploy_parity`).
+
+mmdeploy's detector graphs clip boxes, the RPN's proposals among them, to
+their input: the image as the data preprocessor pads it. mmdet clips to the
+image itself, so where padding is left the graph's boxes, proposals and the
+detections built from them differ from torch's (13 of 20 detections of a
+tiny Mask R-CNN on a 38x64 image padded to 64x64, with its post-processing
+computed as mmdet's; box edges left in the padding by a RetinaNet);
+:func:`input_not_filled` says so before anything is converted. With the
+image resized to fill the input (``onnx_config.input_shape``) both clip at
+the same edges.
 """
 from typing import Optional
 
@@ -15,6 +25,24 @@ from mmengine.config import Config
 
 from .mmdeploy_parity import Parity, prediction_parity
 from .mmdeploy_rewriters import torchscript_exporter
+
+
+def input_not_filled(deploy_cfg: Config, model_cfg: Config, image: str, device: str = 'cpu') -> Optional[str]:
+    """Why a detector's graph would clip boxes elsewhere than torch on ``image`` (not filling the input), or None."""
+    if deploy_cfg.codebase_config.type != 'mmdet':
+        return None
+    from mmdeploy.apis.utils import build_task_processor
+    from mmdeploy.utils import get_input_shape
+    processor = build_task_processor(model_cfg, deploy_cfg, device)
+    data, inputs = processor.create_input(image, get_input_shape(deploy_cfg), processor.build_data_preprocessor())
+    image_height, image_width = data['data_samples'][0].img_shape[:2]
+    input_height, input_width = inputs.shape[-2:]
+    if (image_height, image_width) == (input_height, input_width):
+        return None
+    return (f'the test pipeline makes {image} {image_height}x{image_width}, padded to a {input_height}x{input_width} '
+            "input: mmdeploy's detector graphs clip boxes to their input, torch to the image, so their detections "
+            f'would differ; set onnx_config.input_shape=[{input_width}, {input_height}] (width, height: the image is '
+            'then resized to fill the input)')
 
 
 def save_initialised_weights(deploy_cfg: Config, model_cfg: Config, path: str, device: str = 'cpu') -> None:

@@ -1,7 +1,8 @@
 """The mmdeploy route (tools/deployment/mmdeploy_deploy.py with configs/deploy/): RetinaNet (RMT,
-ResT) and UperNet become onnxruntime graphs whose predictions, through mmdeploy's own onnxruntime
-backend model, are torch's; what does not match (Mask R-CNN today) or what mmdeploy would get wrong
-is refused in one line, and nothing is written.
+ResT, ResMLP), Mask R-CNN (RMT) and UperNet become onnxruntime graphs whose predictions, through
+mmdeploy's own onnxruntime backend model, are torch's; what mmdeploy would get wrong (an image that
+does not fill a detector's input, an aligned RoIAlign below opset 16, another backend) is refused
+in one line, and nothing is written.
 
 Tiny backbones of each family and 64-160 px images keep the exports to seconds. Tolerances
 (mmrmt/deployment/mmdeploy_parity.py): float32 rounds each op by 6e-8 of its result and the graphs'
@@ -61,11 +62,20 @@ def image(tmp_path_factory) -> Path:
     return path
 
 
-def deploy(deploy_cfg: str, model_cfg: str, image: Path, tmp_path: Path, capsys) -> str:
+def filling(deploy_cfg: str, input_shape, tmp_path: Path) -> Path:
+    """``deploy_cfg`` with ``onnx_config.input_shape`` (width, height) set: the image resized to fill the input."""
+    if input_shape is None:
+        return DEPLOY / deploy_cfg
+    config = tmp_path / deploy_cfg
+    config.write_text(f"_base_ = ['{DEPLOY / deploy_cfg}']\nonnx_config = dict(input_shape={list(input_shape)})\n")
+    return config
+
+
+def deploy(deploy_cfg: str, model_cfg: str, input_shape, image: Path, tmp_path: Path, capsys) -> str:
     """Run the route with spread weights; return what it printed about the graph it wrote."""
     weights = tmp_path / 'weights.pth'
     spread_weights(TEST_CONFIGS / model_cfg, weights)
-    deploy_tool.main([str(DEPLOY / deploy_cfg), str(TEST_CONFIGS / model_cfg), str(image),
+    deploy_tool.main([str(filling(deploy_cfg, input_shape, tmp_path)), str(TEST_CONFIGS / model_cfg), str(image),
                       '--weights', str(weights), '--work-dir', str(tmp_path / 'work')])
     assert (tmp_path / 'work' / 'end2end.onnx').is_file()
     return capsys.readouterr().out
@@ -76,14 +86,18 @@ BOXES = re.compile(r'boxes within (\S+) of the image size')
 PIXELS = re.compile(r'([\d.]+) % of pixels equal')
 
 
-@pytest.mark.parametrize('deploy_cfg, model_cfg', [
-    ('detection_onnxruntime_dynamic.py', 'retinanet_rmt-tiny_fpn_test.py'),
-    ('detection_onnxruntime_static.py', 'retinanet_rest-tiny_fpn_test.py'),
-    ('segmentation_onnxruntime_dynamic.py', 'upernet_rmt-tiny_deploy_test.py'),
-], ids=['retinanet-rmt-dynamic', 'retinanet-rest', 'upernet-rmt-dynamic'])
-def test_graph_predicts_what_torch_does(deploy_cfg, model_cfg, image, tmp_path, capsys):
+#: The detectors' inputs (width, height), which mmdeploy's test pipeline resizes the 96x160 picture to: small, and
+#: multiples of the data preprocessor's 32, so nothing is padded. UperNet's graph has no boxes to clip.
+@pytest.mark.parametrize('deploy_cfg, model_cfg, input_shape', [
+    ('detection_onnxruntime_dynamic.py', 'retinanet_rmt-tiny_fpn_test.py', (96, 64)),
+    ('detection_onnxruntime_static.py', 'retinanet_rest-tiny_fpn_test.py', (96, 64)),
+    ('detection_onnxruntime_static.py', 'retinanet_resmlp-tiny_fpn_test.py', (96, 64)),
+    ('instance-seg_onnxruntime_static.py', 'mask-rcnn_rmt-tiny_fpn_test.py', (64, 64)),
+    ('segmentation_onnxruntime_dynamic.py', 'upernet_rmt-tiny_deploy_test.py', None),
+], ids=['retinanet-rmt-dynamic', 'retinanet-rest', 'retinanet-resmlp', 'mask-rcnn-rmt', 'upernet-rmt-dynamic'])
+def test_graph_predicts_what_torch_does(deploy_cfg, model_cfg, input_shape, image, tmp_path, capsys):
     """The graph, through mmdeploy's onnxruntime backend model, predicts torch's boxes, masks or classes."""
-    out = deploy(deploy_cfg, model_cfg, image, tmp_path, capsys)
+    out = deploy(deploy_cfg, model_cfg, input_shape, image, tmp_path, capsys)
     assert 'its predictions match torch' in out
     boxes, pixels = BOXES.search(out), PIXELS.search(out)
     if deploy_cfg.startswith('segmentation'):
@@ -94,23 +108,23 @@ def test_graph_predicts_what_torch_does(deploy_cfg, model_cfg, image, tmp_path, 
         assert float(pixels.group(1)) >= 100 * MIN_EQUAL_FRACTION, out
 
 
-def test_mask_rcnn_graph_that_differs_is_refused_and_not_written(image, tmp_path, capsys):
-    """Mask R-CNN exports (our RoIAlign symbolic) but its detections differ from torch's (open, see
-    docs/deployment.md): the route says so in one line and writes nothing."""
-    weights = tmp_path / 'weights.pth'
-    spread_weights(TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py', weights)
-    line = exit_line(deploy_tool.main, [DEPLOY / 'instance-seg_onnxruntime_static.py',
-                                        TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py', image, '--weights', weights,
+def test_image_that_does_not_fill_the_input_is_refused_before_converting(image, tmp_path):
+    """The test pipeline makes the picture 38x64, padded to 64x64: mmdeploy's graph would clip the proposals and
+    boxes to the padding (13 of Mask R-CNN's 20 detections differed); one line, nothing converted or written."""
+    config = DEPLOY / 'instance-seg_onnxruntime_static.py'
+    line = exit_line(deploy_tool.main, [config, TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py', image,
                                         '--work-dir', tmp_path / 'work'])
-    assert line.startswith(f'error: the graph does not predict what torch does on {image}, not written: ')
-    assert list((tmp_path / 'work').iterdir()) == []
+    assert line == (f'error: {config}: the test pipeline makes {image} 38x64, padded to a 64x64 input: mmdeploy\'s '
+                    'detector graphs clip boxes to their input, torch to the image, so their detections would differ; '
+                    'set onnx_config.input_shape=[64, 64] (width, height: the image is then resized to fill the input)')
+    assert not (tmp_path / 'work').exists()
 
 
 def test_aligned_roi_align_below_opset_16_is_refused(image, tmp_path):
     """mmdeploy's own opset (11) cannot express mmcv's aligned RoIAlign: one line, nothing written."""
     config = tmp_path / 'instance-seg_opset13.py'
     config.write_text(f"_base_ = ['{DEPLOY / 'instance-seg_onnxruntime_static.py'}']\n"
-                      'onnx_config = dict(opset_version=13)\n')
+                      'onnx_config = dict(opset_version=13, input_shape=[64, 64])\n')
     line = exit_line(deploy_tool.main, [config, TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py', image,
                                         '--work-dir', tmp_path / 'work'])
     assert line == (f"error: {config}: mmcv's RoIAlign(aligned=True) exports exactly only at opset 16 and later "

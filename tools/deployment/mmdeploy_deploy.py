@@ -2,17 +2,19 @@
 
 What mmdeploy's ``tools/deploy.py`` does for onnxruntime (``torch2onnx``),
 made right for torch 2.14 and our models: the TorchScript exporter selected,
-mmrmt's RoIAlign symbolic and exact adaptive pooling registered
-(``mmrmt/deployment/mmdeploy_rewriters.py``). The graph is then run through
+mmrmt's RoIAlign symbolic, exact adaptive pooling and mmdet's two-stage
+post-processing registered (``mmrmt/deployment/mmdeploy_rewriters.py``); a
+detector's IMAGE must fill the graph's input (mmdeploy clips boxes to the
+padded input, torch to the image). The graph is then run through
 mmdeploy's onnxruntime backend model and the PyTorch model on IMAGE; it is
 written to WORK_DIR only if their predictions agree (see docs/deployment.md).
 Needs the mmdeploy extra (``make setup`` installs it).
 
 Example::
 
-    python tools/deployment/mmdeploy_deploy.py configs/deploy/detection_onnxruntime_dynamic.py \\
-        configs/rmt/retinanet_rmt-t_fpn_1x_coco.py demo/demo.jpg --weights retinanet_rmt-t.pth \\
-        --work-dir work_dirs/mmdeploy/retinanet_rmt-t
+    python tools/deployment/mmdeploy_deploy.py configs/deploy/instance-seg_onnxruntime_static-800x1344.py \\
+        configs/rmt/mask-rcnn_rmt-t_fpn_1x_coco.py demo.jpg --weights mask-rcnn_rmt-t.pth \\
+        --work-dir work_dirs/mmdeploy/mask-rcnn_rmt-t
 """
 import argparse
 import importlib.util
@@ -86,7 +88,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     deploy_cfg, model_cfg, graph = preflight(args)
     from mmrmt.deployment.mmdeploy_rewriters import InexactExportError
-    from mmrmt.deployment.mmdeploy_route import compare_with_torch, convert, save_initialised_weights
+    from mmrmt.deployment.mmdeploy_route import compare_with_torch, convert, input_not_filled, save_initialised_weights
+    problem = input_not_filled(deploy_cfg, model_cfg, args.image, args.device)
+    if problem is not None:
+        raise PreflightError(f'{args.deploy_cfg}: {problem}')
     os.makedirs(args.work_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix='.mmdeploy-', dir=args.work_dir)
     try:
