@@ -38,7 +38,7 @@ def graph_inputs(model_proto) -> list:
 
 def batch_is_dynamic(model_proto) -> bool:
     """Whether the graph has one input and its first axis and every output's are dynamic (the exporters do
-    not always give the outputs' batch axis the input's name: :func:`per_image_outputs` checks them)."""
+    not always give the outputs' batch axis the input's name: :func:`one_row_an_image` checks them)."""
     inputs = graph_inputs(model_proto)
     first_axes = [value.type.tensor_type.shape.dim[:1] for value in [*inputs, *model_proto.graph.output]]
     return len(inputs) == 1 and all(axis and not axis[0].HasField('dim_value') for axis in first_axes)
@@ -98,14 +98,9 @@ def largest_tensor_bytes(graph, input_name: str) -> int:
     return largest
 
 
-def per_image_outputs(skeleton, input_name: str, image_shape: Sequence[int]) -> bool:
-    """Whether every output of the graph has one row an image (by shape inference at a batch of one and
-    of two images of ``image_shape``)."""
-    for batch in (1, 2):
-        outputs = inferred_graph(skeleton, input_name, (batch, *image_shape)).output
-        if any((known_shape(output) or (None, ))[:1] != (batch, ) for output in outputs):
-            return False
-    return True
+def one_row_an_image(graph, batch: int) -> bool:
+    """Whether every output of an :func:`inferred_graph` of ``batch`` images has ``batch`` rows."""
+    return all((known_shape(output) or (None, ))[:1] == (batch, ) for output in graph.output)
 
 
 class ImageChunks:
@@ -128,16 +123,16 @@ class ImageChunks:
     def images_per_run(self, image_shape: Sequence[int]) -> Optional[int]:
         """How many images of ``image_shape`` (the input's shape without the batch) a run takes: eager's
         chunk (:func:`.run_mode.inference_chunk_images`) for the :func:`largest_tensor_bytes` of one
-        image; None (every batch whole) where the batch is fixed or an output is not
-        :func:`per_image_outputs`."""
+        image; None (every batch whole) where the batch is fixed or an output has not
+        :func:`one_row_an_image` at a batch of one and of two images."""
         if self.skeleton is None:
             return None
         image_shape = tuple(image_shape)
         if image_shape not in self._images_per_run:
+            one, two = (inferred_graph(self.skeleton, self.input_name, (batch, *image_shape)) for batch in (1, 2))
             images = None
-            if per_image_outputs(self.skeleton, self.input_name, image_shape):
-                one_image = inferred_graph(self.skeleton, self.input_name, (1, *image_shape))
-                images = run_mode.inference_chunk_images(largest_tensor_bytes(one_image, self.input_name))
+            if one_row_an_image(one, 1) and one_row_an_image(two, 2):
+                images = run_mode.inference_chunk_images(largest_tensor_bytes(one, self.input_name))
             self._images_per_run[image_shape] = images
         return self._images_per_run[image_shape]
 
