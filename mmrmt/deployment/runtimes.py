@@ -6,7 +6,9 @@ returns an object with the calls mmrmt's code makes on an onnxruntime
 session -- ``get_inputs()``, ``get_outputs()`` (each with ``.name`` and
 ``.shape``, ``None`` or a name for a dynamic dimension) and
 ``run(None, feeds)`` -- so the predictors, the verification and the
-benchmark run either runtime unchanged.
+benchmark run either runtime unchanged. A graph whose batch is dynamic runs
+a few images at a time, as eager CPU inference does
+(:mod:`.image_chunks`), with the same outputs.
 
 OpenVINO (CPU plugin) is set here once: ``INFERENCE_PRECISION_HINT`` given
 explicitly (its default is bf16 on CPUs with AVX-512 BF16 or AMX, 2e-2 off
@@ -27,6 +29,7 @@ import torch
 
 from mmrmt.utils import PreflightError
 from .cpu_features import cpu_features
+from .image_chunks import ImageChunkedSession, ImageChunks
 from .session import onnxruntime_session
 
 RUNTIMES = ('onnxruntime', 'openvino')
@@ -152,11 +155,26 @@ class OpenVINOSession:
 
 
 def open_graph(path_or_bytes: Union[str, bytes], runtime: str = 'onnxruntime', precision: str = 'f32',
-               threads: Optional[int] = None, input_shapes: Optional[Dict[str, Sequence[Optional[int]]]] = None):
+               threads: Optional[int] = None,
+               input_shapes: Optional[Dict[str, Sequence[Optional[int]]]] = None) -> ImageChunkedSession:
     """``path_or_bytes`` opened in ``runtime`` at ``precision`` (checked by :func:`check_runtime`):
     an onnxruntime session (:func:`.onnxruntime_session`) or an :class:`OpenVINOSession` (which
-    gives inputs without a rank their ``input_shapes``; onnxruntime runs such inputs as they come)."""
+    gives inputs without a rank their ``input_shapes``; onnxruntime runs such inputs as they come),
+    its batches run a few images at a time where the batch is dynamic (its ``session``: the runtime's)."""
     check_runtime(runtime, precision)
     if runtime == 'onnxruntime':
-        return onnxruntime_session(path_or_bytes, threads)
-    return OpenVINOSession(path_or_bytes, precision, threads, input_shapes)
+        session = onnxruntime_session(path_or_bytes, threads)
+    else:
+        session = OpenVINOSession(path_or_bytes, precision, threads, input_shapes)
+    return ImageChunkedSession(session, ImageChunks(onnx_graph(path_or_bytes)))
+
+
+def onnx_graph(path_or_bytes: Union[str, bytes]):
+    """The ONNX model of a file or serialised model (weights kept in external files not read);
+    None for an OpenVINO IR file (``.xml``)."""
+    import onnx
+    if isinstance(path_or_bytes, bytes):
+        return onnx.load_from_string(path_or_bytes)
+    if str(path_or_bytes).endswith('.xml'):
+        return None
+    return onnx.load(path_or_bytes, load_external_data=False)

@@ -11,8 +11,11 @@ through :func:`onnxruntime_session`:
   the tools, else torch's default), one inter-op thread with sequential
   execution (the graphs are chains: parallel branches only steal the
   intra-op threads' cores);
-* the CPU memory arena and memory-pattern planning on (fixed-size graphs
-  reuse their buffers from the first run on).
+* the CPU memory arena and memory-pattern planning on (from the second run
+  on, a fixed-size graph's tensors come from one planned block, which the
+  arena holds beside the first run's buffers: docs/deployment.md measures
+  what each option costs in peak memory; a dynamic batch runs in image
+  chunks instead, :mod:`.image_chunks`).
 """
 from typing import List, Optional, Sequence, Tuple
 

@@ -148,7 +148,7 @@ def test_openvino_runs_the_int8_graph_in_int8_close_to_float(demo_root, tmp_path
     bound = int8_error_bound(str(tmp_path / 'int8.onnx'), feeds)
     float_session, int8_session = (open_graph(str(tmp_path / name), 'openvino') for name in ('det.onnx', 'int8.onnx'))
     int8_runtime_precisions = {op.get_rt_info()['runtimePrecision'].astype(str)
-                               for op in int8_session.compiled.get_runtime_model().get_ops()
+                               for op in int8_session.session.compiled.get_runtime_model().get_ops()
                                if 'runtimePrecision' in op.get_rt_info()}
     assert {'i8', 'u8'} & int8_runtime_precisions  # OpenVINO runs int8 kernels, not dequantised float
     for feed in feeds:

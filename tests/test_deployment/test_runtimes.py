@@ -49,7 +49,7 @@ def test_openvino_session_answers_as_onnxruntime(exported):
     assert ([port.name for port in openvino_session.get_outputs()]
             == [port.name for port in onnxruntime_session.get_outputs()] == [f'feature_{i}' for i in range(4)])
     # f32 asked for explicitly: OpenVINO's default on CPUs with native bf16 would be bf16
-    assert openvino_session.compiled.get_property('INFERENCE_PRECISION_HINT').get_type_name() == 'f32'
+    assert openvino_session.session.compiled.get_property('INFERENCE_PRECISION_HINT').get_type_name() == 'f32'
     inputs = model.example_inputs(70, 90, 3, torch.Generator().manual_seed(1))
     assert_runtime_within_format(model, path, {'3 random 70x90 images': inputs}, 'openvino')
     # named outputs come back in the order asked for: the same request, the same values
@@ -90,7 +90,7 @@ def test_bf16_runs_where_openvino_has_it_and_is_refused_where_it_would_run_f32(e
     model, path = exported
     if 'BF16' in openvino_capabilities():
         session = open_graph(path, 'openvino', 'bf16')
-        assert session.compiled.get_property('INFERENCE_PRECISION_HINT').get_type_name() == 'bf16'
+        assert session.session.compiled.get_property('INFERENCE_PRECISION_HINT').get_type_name() == 'bf16'
         # bf16's unit roundoff 2^-8 against the float64 forward, amplified as torch's float32 error is
         assert_runtime_within_format(model, path, verification_inputs(model, SIZES[:1], batch=2),
                                      'openvino', 'bf16')

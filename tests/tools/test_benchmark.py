@@ -116,6 +116,8 @@ def test_exported_model_in_both_runtimes_beside_torch_with_output_errors(tmp_pat
     assert f'# CPU {cpu_features().summary()}' in result.stdout.splitlines()
     assert re.search(rf'^# tensor mode in torch and {re.escape(str(out))} in onnxruntime [\d.]+, openvino \S+$',
                      result.stdout, re.M)
+    # a fixed-size file: no image chunks
+    assert f'# {out}: the whole batch a run (a fixed batch, or not one image an output row)' in result.stdout
     rows = re.findall(r'^\| ([^|]+?) \| infer \| ([\d.]+) \| [\d.]+ \| \d+ \| [\d.]+x \| [\d.]+x \| (\S+) \|$',
                       result.stdout, re.M)
     assert [label for label, _, _ in rows] == ['fast', f'onnxruntime {out}', f'openvino f32 {out}']

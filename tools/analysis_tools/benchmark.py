@@ -21,7 +21,11 @@ With ``--onnx FILE`` (infer mode, CPU) a further worker times the exported
 file in onnxruntime, interleaved with the torch workers, which then run the
 same tensor-mode forward on the same inputs (``mmrmt.deployment``: for
 two-stage detectors 1000 given proposals instead of the RPN's decoding and
-NMS) instead of ``predict``. ``--runtime onnxruntime openvino`` times each
+NMS) instead of ``predict``. A file of a dynamic batch (``pytorch2onnx.py
+--dynamic``) runs the batch a few images at a time, as many as eager CPU
+inference's chunk rule allows for the graph's largest tensor of an image
+(``mmrmt.deployment.image_chunks``; the header says how many), a fixed one
+the whole batch at once. ``--runtime onnxruntime openvino`` times each
 file in each runtime; ``--precision f32 bf16`` adds torch's bf16 autocast
 and OpenVINO's bf16 inference (CPUs with AVX-512 BF16 or AMX only; an int8
 file runs int8 at either precision). The table then also gives each
@@ -244,6 +248,16 @@ def onnx_input_mismatch(path: str, batch: int, shape: Tuple[int, int]) -> Option
     declared = file_inputs(path)
     given = [(batch, 3, *shape)] + [(TENSOR_MODE_PROPOSALS, 4)] * (len(declared) == 2)
     return shape_mismatch(declared, given)
+
+
+def graph_batches(path: str, batch: int, shape: Tuple[int, int]) -> str:
+    """How an --onnx file runs the benchmark's batch: some images a run, or the whole batch."""
+    from mmrmt.deployment.image_chunks import ImageChunks
+    from mmrmt.deployment.runtimes import onnx_graph
+    images = ImageChunks(onnx_graph(path)).images_per_run((3, *shape))
+    if images is None:
+        return 'the whole batch a run (a fixed batch, or not one image an output row)'
+    return f'{min(images, batch)} of the {batch} images a run (a dynamic batch, in chunks as eager)'
 
 
 def contenders(args: argparse.Namespace) -> List[Contender]:
@@ -539,6 +553,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.onnx:
         versions = ', '.join(f'{runtime} {importlib.import_module(runtime).__version__}' for runtime in args.runtime)
         print(f'# tensor mode in torch and {", ".join(args.onnx)} in {versions}')
+        for path in args.onnx:
+            print(f'# {path}: {graph_batches(path, args.batch, tuple(args.shape))}')
     with tempfile.TemporaryDirectory() as directory:
         if args.upstream_repo:
             args.weights = save_upstream_weights(args, directory)
