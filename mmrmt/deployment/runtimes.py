@@ -22,6 +22,7 @@ precision of the rest.
 """
 import argparse
 import importlib.util
+import os
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -35,6 +36,9 @@ from .session import onnxruntime_session
 RUNTIMES = ('onnxruntime', 'openvino')
 PRECISIONS = ('f32', 'bf16')
 OPENVINO_HINT = 'install the openvino extra: pip install -e ".[openvino]"'
+#: oneDNN instruction-set limits under which OpenVINO's CPU plugin cannot compile our graphs
+#: (OpenVINO 2026.4: a LayerNorm under ``ONEDNN_MAX_CPU_ISA=SSE41`` fails with "bad combination").
+OPENVINO_UNCOMPILABLE_ISAS = ('SSE41', )
 
 
 class RuntimeChoiceError(PreflightError):
@@ -82,6 +86,12 @@ def check_runtime(runtime: str, precision: str = 'f32') -> None:
     if importlib.util.find_spec(runtime) is None:
         hint = OPENVINO_HINT if runtime == 'openvino' else 'install the deploy extra: pip install -e ".[deploy]"'
         raise RuntimeChoiceError(f'{runtime} is not installed; {hint}')
+    isa_limit = os.environ.get('ONEDNN_MAX_CPU_ISA', '').upper()
+    if runtime == 'openvino' and isa_limit in OPENVINO_UNCOMPILABLE_ISAS:
+        raise RuntimeChoiceError(f'--runtime openvino: ONEDNN_MAX_CPU_ISA={isa_limit} is set, and OpenVINO\'s CPU '
+                                 'plugin cannot compile layer norms under oneDNN\'s SSE4.1 kernels ("bad '
+                                 'combination"); unset ONEDNN_MAX_CPU_ISA or set it to AVX2 or above, or use '
+                                 '--runtime onnxruntime')
     if precision == 'bf16' and runtime == 'onnxruntime':
         raise RuntimeChoiceError("--precision bf16 runs in OpenVINO only (onnxruntime's CPU kernels are "
                                  'float32): add --runtime openvino')

@@ -1,6 +1,10 @@
 """mmrmt.deployment.runtimes: a graph opened in OpenVINO answers the calls mmrmt makes on an onnxruntime
 session, with torch's outputs in f32 at any size; bf16 is refused in one line where OpenVINO would quietly
 run f32, and in onnxruntime."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import openvino
 import pytest
@@ -69,6 +73,40 @@ def test_bf16_refusals_name_the_cpu_and_the_fix():
         check_runtime('onnxruntime', 'bf16')
     with pytest.raises(RuntimeChoiceError, match=r"^--runtime must be one of onnxruntime, openvino, got 'tvm'$"):
         check_runtime('tvm')
+
+
+LAYER_NORM_UNDER_ISA = """
+import os, sys, openvino, torch
+path = sys.argv[1]
+torch.onnx.export(torch.nn.LayerNorm(8), torch.ones(2, 5, 8), path, dynamo=False)
+try:
+    openvino.Core().compile_model(path, 'CPU', {'INFERENCE_PRECISION_HINT': 'f32'})
+except RuntimeError as error:
+    print('fails:', str(error).strip().splitlines()[-1])
+else:
+    print('compiles')
+"""
+
+
+@pytest.mark.parametrize('isa', ['SSE41', 'AVX2'])
+def test_openvino_under_a_onednn_isa_limit_it_cannot_compile_is_refused(isa, monkeypatch, tmp_path):
+    """OpenVINO's CPU plugin fails on a layer norm under ``ONEDNN_MAX_CPU_ISA=SSE41`` with a bare "bad
+    combination": the tools refuse that setting up front with its fix, and allow the limits it compiles under
+    (the compile is tried in a subprocess, as oneDNN reads the variable once a process)."""
+    result = subprocess.run([sys.executable, '-c', LAYER_NORM_UNDER_ISA, str(tmp_path / 'norm.onnx')],
+                            env=dict(os.environ, ONEDNN_MAX_CPU_ISA=isa), capture_output=True, text=True,
+                            timeout=300)
+    monkeypatch.setenv('ONEDNN_MAX_CPU_ISA', isa.lower())
+    if isa in runtimes.OPENVINO_UNCOMPILABLE_ISAS:
+        assert result.stdout.strip() == 'fails: bad combination', result.stdout + result.stderr[-2000:]
+        with pytest.raises(RuntimeChoiceError, match=rf'^--runtime openvino: ONEDNN_MAX_CPU_ISA={isa} is set, '
+                                                     r".+; unset ONEDNN_MAX_CPU_ISA or set it to AVX2 or above, or "
+                                                     r'use --runtime onnxruntime$'):
+            check_runtime('openvino')
+        check_runtime('onnxruntime')
+    else:
+        assert result.stdout.strip() == 'compiles', result.stdout + result.stderr[-2000:]
+        check_runtime('openvino')
 
 
 @pytest.mark.parametrize('capabilities,refused', [
