@@ -1,7 +1,7 @@
 # mmrmt developer entry points.
 #   make setup  build or reuse $(VENV) (torch, mmcv with ops, mmdet, mmseg, timm, mmrmt)
 #   make lint   flake8 and isort --check-only over every Python file (settings in setup.cfg)
-#   make test   lint, then the test suite (what CI runs)
+#   make test   lint, then the test suite (what CI runs), a process per core
 #   make test-fast  the unit tests alone (`-m "not slow"`, see tests/conftest.py), for development
 #   make test-numerics  the numerics tests under each CPU kernel set and thread count (tests/numerics_kernel_sets.sh)
 #   make demo   the main job (see README)
@@ -17,11 +17,14 @@ lint: setup
 	$(PY) -m flake8 .
 	$(PY) -m isort --check-only --diff .
 
+# a process per core (pytest-xdist), each test file on one of them (its module fixtures made once)
+PYTEST_PARALLEL := -n auto --dist loadfile
+
 test: setup lint
-	$(PY) -m pytest tests -q --durations=15
+	$(PY) -m pytest tests -q $(PYTEST_PARALLEL) --durations=15
 
 test-fast: setup
-	$(PY) -m pytest tests -q -m "not slow"
+	$(PY) -m pytest tests -q $(PYTEST_PARALLEL) -m "not slow"
 
 test-numerics: setup
 	bash tests/numerics_kernel_sets.sh $(PY)

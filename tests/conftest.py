@@ -1,7 +1,9 @@
+import os
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from mmrmt.datasets import make_demo_data
 
@@ -23,6 +25,14 @@ NUMERICS_FILES = tuple(f'test_models/test_backbones/test_{name}.py' for name in 
     'upstream_golden')) + (
     'test_models/test_layers/test_norm_projection.py', 'test_deployment/test_export_forms.py',
     'test_cuda/test_cuda_backbones.py')
+
+
+def pytest_configure(config) -> None:
+    """In a pytest-xdist worker (``make test`` runs a process per core), torch computes on the worker's share
+    of the cores, so that the workers do not contend for them."""
+    workers = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
+    if workers > 1:
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
 def pytest_collection_modifyitems(items) -> None:

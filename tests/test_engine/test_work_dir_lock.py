@@ -3,6 +3,7 @@ a live holder named in one line; an ended holder's lock taken over."""
 import json
 import multiprocessing
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -43,7 +44,7 @@ def test_acquire_writes_this_run_and_release_removes_it(tmp_path):
     lock.acquire()
     record = json.loads((tmp_path / LOCK_FILE).read_text())
     assert record['pid'] == RunRecord.of_this_process().pid
-    assert record['host'] == socket.gethostname() and 'pytest' in record['command']
+    assert record['host'] == socket.gethostname() and record['command'] == shlex.join([sys.executable, *sys.argv])
     lock.release()
     assert not (tmp_path / LOCK_FILE).exists()
 

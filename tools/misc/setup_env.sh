@@ -102,7 +102,7 @@ fi
 # Reinstall the Python dependencies whenever their declarations change.
 STAMP=$VENV/.mmrmt-requirements
 wanted=$(cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, flake8, isort, ftfy, regex, onnx, onnxruntime, onnxscript, openvino, mmrmt"; then
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, xdist, flake8, isort, ftfy, regex, onnx, onnxruntime, onnxscript, openvino, mmrmt"; then
     log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable; extras all, tests, deploy, openvino)"
     "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT[all,tests,deploy,openvino]"
     echo "$wanted" > "$STAMP"
