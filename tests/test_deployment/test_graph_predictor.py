@@ -1,6 +1,7 @@
 """mmrmt.deployment.graph_predictor and quantize: a graph in onnxruntime or OpenVINO predicts what the
 torch model predicts through mmdet's / mmseg's own decoding (tiny RMT configs, demo pictures); the int8
 graph keeps attention in float and stays close to the float one in either runtime."""
+from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
@@ -49,16 +50,58 @@ def first_samples(cfg: Config, count: int = 4) -> dict:
     return pseudo_collate([dataset[index] for index in range(count)])
 
 
-@pytest.mark.parametrize('runtime', RUNTIMES)
-def test_two_stage_graph_predicts_what_torch_predicts(runtime, demo_root, tmp_path):
+@dataclass
+class Exported:
+    """A config (on the demo data), its model with initialised weights and the model's 64x64 graph."""
+    cfg: Config
+    model: torch.nn.Module
+    path: Path
+
+
+@pytest.fixture(scope='module')
+def det_graph(demo_root, tmp_path_factory) -> Exported:
+    """The tiny Mask R-CNN and its graph, exported once for the tests of both runtimes and of int8."""
     cfg = config_on(DET_CONFIG, det_data_options(demo_root))
     # an untrained RPN scores every anchor alike: keep the boxes that score, so there is something to match
+    # (the RoI head's threshold applies after the graph, in mmdet's decoding: the graph is the same without it)
     cfg.model.test_cfg.rcnn.score_thr = 0.0
-    model = exported(cfg, tmp_path / 'det.onnx')
+    path = tmp_path_factory.mktemp('det_graph') / 'det.onnx'
+    return Exported(cfg, exported(cfg, path), path)
+
+
+@pytest.fixture(scope='module')
+def seg_graph(demo_root, tmp_path_factory) -> Exported:
+    """The tiny UperNet and its graph, exported once for the tests of both runtimes."""
+    cfg = config_on(SEG_CONFIG, seg_data_options(demo_root))
+    path = tmp_path_factory.mktemp('seg_graph') / 'seg.onnx'
+    return Exported(cfg, exported(cfg, path), path)
+
+
+@dataclass
+class Int8Graph:
+    """The detector's graph quantised on 4 demo images: its feeds, the nodes kept in float, its path."""
+    feeds: list
+    kept: dict
+    path: Path
+
+
+@pytest.fixture(scope='module')
+def int8_graph(det_graph, tmp_path_factory) -> Int8Graph:
+    """``det_graph`` quantised once, for the int8 tests of both runtimes."""
+    folder = tmp_path_factory.mktemp('int8_graph')
+    feeds = list(calibration_feeds(str(det_graph.path), det_graph.model,
+                                   preprocessed_images(det_graph.cfg, det_graph.model, 4)))
+    kept = quantize_graph(str(det_graph.path), str(folder / 'int8.onnx'), feeds, str(folder))
+    return Int8Graph(feeds, kept, folder / 'int8.onnx')
+
+
+@pytest.mark.parametrize('runtime', RUNTIMES)
+def test_two_stage_graph_predicts_what_torch_predicts(runtime, det_graph):
+    cfg, model = det_graph.cfg, det_graph.model
     data = first_samples(cfg)
     with torch.no_grad():
         expected = model.test_step(data)
-    actual = GraphPredictor(model, str(tmp_path / 'det.onnx'), runtime=runtime).test_step(data)
+    actual = GraphPredictor(model, str(det_graph.path), runtime=runtime).test_step(data)
     # the graph's outputs and torch's: two float32 runs of the model, within `tolerance` of their magnitude
     tolerance = float32_pair_tolerance(model)
     for sample, got in zip(expected, actual):
@@ -77,13 +120,12 @@ def test_two_stage_graph_predicts_what_torch_predicts(runtime, demo_root, tmp_pa
 
 
 @pytest.mark.parametrize('runtime', RUNTIMES)
-def test_segmentor_graph_predicts_what_torch_predicts(runtime, demo_root, tmp_path):
-    cfg = config_on(SEG_CONFIG, seg_data_options(demo_root))
-    model = exported(cfg, tmp_path / 'seg.onnx')
+def test_segmentor_graph_predicts_what_torch_predicts(runtime, seg_graph):
+    cfg, model = seg_graph.cfg, seg_graph.model
     data = first_samples(cfg, 2)
     with torch.no_grad():
         expected = model.test_step(data)
-    actual = GraphPredictor(model, str(tmp_path / 'seg.onnx'), runtime=runtime).test_step(data)
+    actual = GraphPredictor(model, str(seg_graph.path), runtime=runtime).test_step(data)
     for want, got in zip(expected, actual):
         # two float32 runs of the model (helpers/runtime_bounds.py), relative to the logits' magnitude
         assert_close(got.seg_logits.data, want.seg_logits.data, float32_pair_tolerance(model))
@@ -112,17 +154,14 @@ def test_permutation_matrices_are_recognised():
     assert not is_permutation(torch.eye(4)[:3].numpy())
 
 
-def test_int8_keeps_attention_float_and_stays_close(demo_root, tmp_path):
-    cfg = config_on(DET_CONFIG, det_data_options(demo_root))
-    model = exported(cfg, tmp_path / 'det.onnx')
-    feeds = list(calibration_feeds(str(tmp_path / 'det.onnx'), model, preprocessed_images(cfg, model, 4)))
+def test_int8_keeps_attention_float_and_stays_close(det_graph, int8_graph):
+    feeds, kept, int8 = int8_graph.feeds, int8_graph.kept, str(int8_graph.path)
     assert [sorted(feed) for feed in feeds] == [['image', 'proposals']] * 4
-    kept = quantize_graph(str(tmp_path / 'det.onnx'), str(tmp_path / 'int8.onnx'), feeds, str(tmp_path))
     # the tiny RMT's stages attend with q k^T and (.) v: four stages, one block each
     assert list(kept.values()).count(ATTENTION_PRODUCT) >= 8
     # the rotary's pair swaps of q and k in each block
     assert list(kept.values()).count(PERMUTATION) == 8
-    graph = onnx.load(str(tmp_path / 'int8.onnx')).graph
+    graph = onnx.load(int8).graph
     assert sum(node.op_type == 'QuantizeLinear' for node in graph.node) > 20
     # int8 Gemms and MatMuls write float: no quantise / dequantise pair after them
     producers = {output: node.op_type for node in graph.node for output in node.output}
@@ -130,23 +169,20 @@ def test_int8_keeps_attention_float_and_stays_close(demo_root, tmp_path):
                 if node.op_type == 'QuantizeLinear' and producers.get(node.input[0]) in ('Gemm', 'MatMul')]
     assert set(kept) <= {node.name for node in graph.node}
     # 7-bit weights: the integer sums are exact whatever the CPU's int8 kernels (VNNI or AVX2's 16-bit pairs)
-    assert largest_pair_sum(quantised_layers(onnx.load(str(tmp_path / 'int8.onnx')))) <= INT16_MAX
+    assert largest_pair_sum(quantised_layers(onnx.load(int8))) <= INT16_MAX
     # the int8 grid's rounding, from the graph's own steps, over its quantised layers (quantization_bounds.py)
-    bound = int8_error_bound(str(tmp_path / 'int8.onnx'), feeds)
-    float_session, int8_session = (onnxruntime_session(str(tmp_path / name)) for name in ('det.onnx', 'int8.onnx'))
+    bound = int8_error_bound(int8, feeds)
+    float_session, int8_session = onnxruntime_session(str(det_graph.path)), onnxruntime_session(int8)
     for feed in feeds:
         expected = [torch.from_numpy(array) for array in float_session.run(None, feed)]
         # the RPN's maps (the RoI head's outputs of an untrained model are near-constant)
         assert relative_difference(expected[:10], int8_session.run(None, feed)[:10]) <= bound
 
 
-def test_openvino_runs_the_int8_graph_in_int8_close_to_float(demo_root, tmp_path):
-    cfg = config_on(DET_CONFIG, det_data_options(demo_root))
-    model = exported(cfg, tmp_path / 'det.onnx')
-    feeds = list(calibration_feeds(str(tmp_path / 'det.onnx'), model, preprocessed_images(cfg, model, 4)))
-    quantize_graph(str(tmp_path / 'det.onnx'), str(tmp_path / 'int8.onnx'), feeds, str(tmp_path))
-    bound = int8_error_bound(str(tmp_path / 'int8.onnx'), feeds)
-    float_session, int8_session = (open_graph(str(tmp_path / name), 'openvino') for name in ('det.onnx', 'int8.onnx'))
+def test_openvino_runs_the_int8_graph_in_int8_close_to_float(det_graph, int8_graph):
+    feeds = int8_graph.feeds
+    bound = int8_error_bound(str(int8_graph.path), feeds)
+    float_session, int8_session = (open_graph(str(path), 'openvino') for path in (det_graph.path, int8_graph.path))
     int8_runtime_precisions = {op.get_rt_info()['runtimePrecision'].astype(str)
                                for op in int8_session.session.compiled.get_runtime_model().get_ops()
                                if 'runtimePrecision' in op.get_rt_info()}

@@ -1,22 +1,32 @@
 """tools/deployment/test_onnx.py, quantize_onnx.py and profile_onnx.py as a user runs them (tiny RMT
-configs, demo data): metrics of a graph, an int8 file, a profile; bad inputs are one line, nothing written."""
+configs, demo data): metrics of a graph, an int8 file, a profile; bad inputs are one line, nothing written.
+
+The runs that compute something are subprocesses, as users run the tools (one refusal too, for the exit
+status); the other refusals run the script in this process (tool_process.exit_message), and the graphs
+they read are exported in this process by pytorch2onnx's main (the exports are tested in test_pytorch2onnx)."""
 import re
 
 import onnx
 import pytest
 
-from tool_process import DET_CONFIG, check_ok, det_data_options, metric, run_tool
+from helpers.tool_modules import import_tool
+from tool_process import DET_CONFIG, check_ok, det_data_options, exit_message, metric, run_tool
 
-EXPORT = 'deployment/pytorch2onnx.py'
+pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
+TEST_ONNX, QUANTIZE = 'deployment/test_onnx.py', 'deployment/quantize_onnx.py'
+
+
+def export(*args) -> None:
+    """tools/deployment/pytorch2onnx.py run in this process (its output is not what these tests check)."""
+    pytorch2onnx.main([str(arg) for arg in args])
 
 
 @pytest.fixture(scope='module')
 def graphs(tmp_path_factory):
     """The tiny Mask R-CNN (fixed 64x64, its test size) and its backbone (batch 2, 64x64), exported."""
     folder = tmp_path_factory.mktemp('graphs')
-    check_ok(run_tool([EXPORT, DET_CONFIG, '--shape', 64, 64, '--out', folder / 'det.onnx']))
-    check_ok(run_tool([EXPORT, DET_CONFIG, '--shape', 64, 64, '--batch', 2, '--backbone-only',
-                       '--out', folder / 'backbone.onnx']))
+    export(DET_CONFIG, '--shape', 64, 64, '--out', folder / 'det.onnx')
+    export(DET_CONFIG, '--shape', 64, 64, '--batch', 2, '--backbone-only', '--out', folder / 'backbone.onnx')
     return folder
 
 
@@ -26,34 +36,35 @@ def last_line(result) -> str:
 
 
 def test_test_onnx_reports_the_test_metrics(graphs, demo_root, tmp_path):
-    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, graphs / 'det.onnx', '--work-dir', tmp_path,
+    result = run_tool([TEST_ONNX, DET_CONFIG, graphs / 'det.onnx', '--work-dir', tmp_path,
                        '--cfg-options', *det_data_options(demo_root)], timeout=900)
     check_ok(result)
     metrics = re.search(r'^\S+det\.onnx in onnxruntime: (.+)$', result.stdout, re.M).group(1)
     assert re.match(r'coco/bbox_mAP -?[\d.]+, coco/bbox_mAP_50 .+, coco/segm_mAP -?[\d.]+', metrics), metrics
 
 
-def test_test_onnx_refuses_a_backbone_graph_before_building_anything(graphs, demo_root, tmp_path):
+def test_test_onnx_refuses_a_backbone_graph_before_building_anything(graphs, demo_root, tmp_path, monkeypatch,
+                                                                     capsys):
     work_dir = tmp_path / 'work'
-    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, graphs / 'backbone.onnx', '--work-dir', work_dir,
-                       '--cfg-options', *det_data_options(demo_root)])
-    assert result.stderr.strip() == (
+    message = exit_message(TEST_ONNX, [DET_CONFIG, graphs / 'backbone.onnx', '--work-dir', work_dir,
+                                       '--cfg-options', *det_data_options(demo_root)], monkeypatch, capsys)
+    assert message == (
         f"error: ONNX model {graphs / 'backbone.onnx'} is a backbone-only graph (outputs feature_0, feature_1, "
         'feature_2, feature_3); this tool evaluates a whole model: export it without --backbone-only')
-    assert result.returncode == 1 and result.stdout == '' and not work_dir.exists()
+    assert not work_dir.exists()
 
 
-def test_test_onnx_missing_or_broken_model(tmp_path):
-    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, tmp_path / 'none.onnx'])
-    assert last_line(result) == f'error: ONNX model not found: {tmp_path / "none.onnx"}'
+def test_test_onnx_missing_or_broken_model(tmp_path, monkeypatch, capsys):
+    result = run_tool([TEST_ONNX, DET_CONFIG, tmp_path / 'none.onnx'])
+    assert result.returncode == 1 and last_line(result) == f'error: ONNX model not found: {tmp_path / "none.onnx"}'
     (tmp_path / 'text.onnx').write_text('not a model')
-    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, tmp_path / 'text.onnx'])
-    assert last_line(result).startswith(f'error: ONNX model {tmp_path / "text.onnx"} is not a complete ONNX model')
+    message = exit_message(TEST_ONNX, [DET_CONFIG, tmp_path / 'text.onnx'], monkeypatch, capsys)
+    assert message.startswith(f'error: ONNX model {tmp_path / "text.onnx"} is not a complete ONNX model')
 
 
-def test_quantize_a_backbone_on_a_folder_of_images(graphs, demo_root, tmp_path):
+def test_quantize_a_backbone_on_a_folder_of_images(graphs, demo_root, tmp_path, monkeypatch, capsys):
     out = tmp_path / 'int8.onnx'
-    result = run_tool(['deployment/quantize_onnx.py', graphs / 'backbone.onnx', '--config', DET_CONFIG,
+    result = run_tool([QUANTIZE, graphs / 'backbone.onnx', '--config', DET_CONFIG,
                        '--images', demo_root / 'coco' / 'val', '--count', 4, '--out', out], timeout=900)
     check_ok(result)
     assert re.search(r'^kept in float: \d+ node\(s\), products of two activations \(attention\)$',
@@ -64,9 +75,9 @@ def test_quantize_a_backbone_on_a_folder_of_images(graphs, demo_root, tmp_path):
     graph = onnx.load(str(out)).graph
     assert any(node.op_type == 'QuantizeLinear' for node in graph.node)
     assert [dim.dim_value for dim in graph.input[0].type.tensor_type.shape.dim] == [2, 3, 64, 64]
-    again = run_tool(['deployment/quantize_onnx.py', graphs / 'backbone.onnx', '--config', DET_CONFIG,
-                      '--images', demo_root / 'coco' / 'val', '--out', out])
-    assert last_line(again) == f'error: --out {out} exists; choose another path, or add --force to replace it'
+    again = exit_message(QUANTIZE, [graphs / 'backbone.onnx', '--config', DET_CONFIG,
+                                    '--images', demo_root / 'coco' / 'val', '--out', out], monkeypatch, capsys)
+    assert again == f'error: --out {out} exists; choose another path, or add --force to replace it'
 
 
 def test_quantize_skips_a_corrupt_image_naming_it(graphs, demo_root, tmp_path):
@@ -77,7 +88,7 @@ def test_quantize_skips_a_corrupt_image_naming_it(graphs, demo_root, tmp_path):
         (images / path.name).write_bytes(path.read_bytes())
     (images / '0_corrupt.jpg').write_bytes(good[0].read_bytes()[:300])  # cut short: sorted first
     out = tmp_path / 'int8.onnx'
-    result = run_tool(['deployment/quantize_onnx.py', graphs / 'backbone.onnx', '--config', DET_CONFIG,
+    result = run_tool([QUANTIZE, graphs / 'backbone.onnx', '--config', DET_CONFIG,
                        '--images', images, '--count', 2, '--out', out], timeout=900)
     check_ok(result)
     assert f'calibration: skipped {images / "0_corrupt.jpg"}, not a readable image (' in result.stdout + result.stderr
@@ -88,10 +99,9 @@ def test_quantize_skips_a_corrupt_image_naming_it(graphs, demo_root, tmp_path):
     (['--images', 'no_such_folder'], 'error: --images folder not found: no_such_folder'),
     (['--count', 0], 'error: --count must be at least 1, got 0'),
 ])
-def test_quantize_bad_options(graphs, tmp_path, args, expected):
-    result = run_tool(['deployment/quantize_onnx.py', graphs / 'backbone.onnx', '--config', DET_CONFIG,
-                       '--out', tmp_path / 'int8.onnx', *args])
-    assert last_line(result) == expected
+def test_quantize_bad_options(graphs, tmp_path, args, expected, monkeypatch, capsys):
+    assert exit_message(QUANTIZE, [graphs / 'backbone.onnx', '--config', DET_CONFIG,
+                                   '--out', tmp_path / 'int8.onnx', *args], monkeypatch, capsys) == expected
     assert list(tmp_path.iterdir()) == []
 
 
@@ -115,9 +125,8 @@ def reported_metrics(output: str, label: str) -> dict:
 def test_openvino_f32_reproduces_tools_test_metrics(det_work_dir, det_test_run, demo_root, tmp_path):
     """The trained detector's graph in OpenVINO (f32) scores what tools/test.py scores in torch."""
     graph = tmp_path / 'trained.onnx'
-    check_ok(run_tool([EXPORT, DET_CONFIG, '--weights', det_work_dir / 'iter_4.pth', '--shape', 64, 64,
-                       '--out', graph]))
-    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, graph, '--runtime', 'openvino', '--work-dir',
+    export(DET_CONFIG, '--weights', det_work_dir / 'iter_4.pth', '--shape', 64, 64, '--out', graph)
+    result = run_tool([TEST_ONNX, DET_CONFIG, graph, '--runtime', 'openvino', '--work-dir',
                        tmp_path / 'work', '--cfg-options', *det_data_options(demo_root)], timeout=900)
     check_ok(result)
     got = reported_metrics(result.stdout, 'openvino f32')
@@ -128,9 +137,9 @@ def test_openvino_f32_reproduces_tools_test_metrics(det_work_dir, det_test_run, 
     assert max(expected.values()) > 0, expected  # something was detected: the comparison is not of zeros
 
 
-def test_test_onnx_refuses_bf16_in_onnxruntime_before_building(graphs, tmp_path):
-    result = run_tool(['deployment/test_onnx.py', DET_CONFIG, graphs / 'det.onnx', '--precision', 'bf16',
-                       '--work-dir', tmp_path / 'work'])
-    assert last_line(result) == ("error: --precision bf16 runs in OpenVINO only (onnxruntime's CPU kernels are "
+def test_test_onnx_refuses_bf16_in_onnxruntime_before_building(graphs, tmp_path, monkeypatch, capsys):
+    message = exit_message(TEST_ONNX, [DET_CONFIG, graphs / 'det.onnx', '--precision', 'bf16',
+                                       '--work-dir', tmp_path / 'work'], monkeypatch, capsys)
+    assert message == ("error: --precision bf16 runs in OpenVINO only (onnxruntime's CPU kernels are "
                                  'float32): add --runtime openvino')
     assert not (tmp_path / 'work').exists()

@@ -219,8 +219,7 @@ def test_tools_test_evaluates_a_converted_file_like_the_original(det_work_dir, d
     trained = build_cpu_model(Config.fromfile(str(DET_CONFIG)))
     trained.load_state_dict(load_checkpoint(det_work_dir / 'iter_4.pth')['state_dict'])
     write_upstream_file(trained, DET_CONFIG, MMDET2, tmp_path / 'upstream.pth')
-    check_ok(run_tool(['model_converters/rmt_upstream_trained_to_mmrmt.py', tmp_path / 'upstream.pth',
-                       tmp_path / 'ours.pth', '--config', DET_CONFIG]))
+    converter.main([str(tmp_path / 'upstream.pth'), str(tmp_path / 'ours.pth'), '--config', str(DET_CONFIG)])
     original_map = metric(det_test_run.stdout, 'coco/bbox_mAP')
     original = pickle.loads(det_test_run.out.read_bytes())
     assert len(original) == 8 and sum(len(image['pred_instances']['scores']) for image in original) > 0
