@@ -6,7 +6,6 @@ import torch
 from mmdet.registry import MODELS
 
 from mmrmt.deployment import TensorModeModel, export_onnx, verification_inputs
-from mmrmt.models import ResMLP, ResT
 from helpers.runtime_bounds import assert_runtime_within_format
 
 TRACED_SIZE = (64, 96)
@@ -20,19 +19,11 @@ RMT_ONE_BLOCK_A_STAGE = dict(
     embed_dims=[64, 128, 256, 512], depths=[1, 1, 1, 1], num_heads=[4, 4, 8, 16], mlp_ratios=[3, 3, 3, 3],
     init_values=[2, 2, 2, 2], heads_ranges=[4, 4, 6, 6], decomposed=[True, True, False, False],
     layer_scales=[False, False, True, True])
-#: ResT-lite's widths, heads, MLP ratios and key/value reductions (one head without head mixing in
-#: stage 1, mixed heads in 2-4, a strided key/value convolution in 1-3 and none in 4) with one block a
-#: stage: every stage keeps its patch embedding, position encoding and attention kind.
-REST_LITE_ONE_BLOCK_A_STAGE = dict(ResT.arch_zoo['lite'], depths=[1, 1, 1, 1])
-#: ResMLP-12's width, patch, window and layer-scale init with 4 of its 12 blocks (all its blocks are
-#: alike): as in ResMLP-12 each of the 4 output levels taps its own block (the last after the final
-#: norm) and is resampled to its stride.
-RESMLP_12_FOUR_BLOCKS = dict(ResMLP.arch_zoo['12'], depth=4)
 BACKBONES = {
     'rmt-fast': dict(type='RMT', arch=RMT_ONE_BLOCK_A_STAGE, impl='fast'),
     'rmt-reference': dict(type='RMT', arch=RMT_ONE_BLOCK_A_STAGE, impl='reference'),
-    'rest-lite': dict(type='ResT', arch=REST_LITE_ONE_BLOCK_A_STAGE),
-    'resmlp-12': dict(type='ResMLP', arch=RESMLP_12_FOUR_BLOCKS),
+    'rest-lite': dict(type='ResT', arch='lite'),
+    'resmlp-12': dict(type='ResMLP', arch='12'),
 }
 
 
