@@ -141,5 +141,5 @@ def test_test_onnx_refuses_bf16_in_onnxruntime_before_building(graphs, tmp_path,
     message = exit_message(TEST_ONNX, [DET_CONFIG, graphs / 'det.onnx', '--precision', 'bf16',
                                        '--work-dir', tmp_path / 'work'], monkeypatch, capsys)
     assert message == ("error: --precision bf16 runs in OpenVINO only (onnxruntime's CPU kernels are "
-                                 'float32): add --runtime openvino')
+                       'float32): add --runtime openvino')
     assert not (tmp_path / 'work').exists()
