@@ -12,8 +12,8 @@ import onnx
 import pytest
 import torch
 
-from helpers.tool_modules import exit_line as tool_exit_line, import_tool
 from mmrmt.models import RMT
+from helpers.tool_modules import exit_line as tool_exit_line, import_tool
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, TEST_CONFIGS, check_ok, run_tool
 
 pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
