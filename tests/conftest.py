@@ -1,6 +1,7 @@
 import os
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import torch
@@ -33,6 +34,16 @@ def pytest_configure(config) -> None:
     workers = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
     if workers > 1:
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
+
+
+def pytest_ignore_collect(collection_path: Path, config) -> Optional[bool]:
+    """Under ``-m "not slow"`` (``make test-fast``) the files under :data:`SLOW_PATHS`, all of whose
+    tests are slow, are not even imported (their imports, of onnx, openvino and the tools' helpers,
+    cost seconds); the tests selected are the same."""
+    if config.getoption('markexpr') != 'not slow' or not collection_path.is_relative_to(TESTS):
+        return None
+    parts = collection_path.relative_to(TESTS).parts
+    return True if parts and parts[0] in SLOW_PATHS else None
 
 
 def pytest_collection_modifyitems(items) -> None:

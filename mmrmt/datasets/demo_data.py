@@ -25,6 +25,7 @@ pycocotools, which comes with mmdet: where only mmsegmentation is installed,
 just the ADE20K set is drawn.
 """
 import json
+from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
@@ -54,17 +55,25 @@ def smooth_noise(rng: np.random.Generator, size: int, cell: int) -> np.ndarray:
     return np.clip(cv2.resize(coarse, (size, size), interpolation=cv2.INTER_CUBIC), 0, 1)
 
 
+@lru_cache(maxsize=None)
+def pixel_grid(size: int, dtype: type) -> np.ndarray:
+    """``np.mgrid[0:size, 0:size]`` as ``dtype``, made once per size (read-only)."""
+    grid = np.mgrid[0:size, 0:size].astype(dtype)
+    grid.flags.writeable = False
+    return grid
+
+
 def stripes(rng: np.random.Generator, size: int, period: float) -> np.ndarray:
     """A float map in [0, 1] of parallel stripes at a random angle."""
     angle = rng.uniform(0, np.pi)
-    ys, xs = np.mgrid[0:size, 0:size].astype(np.float32)
+    ys, xs = pixel_grid(size, np.float32)
     phase = (xs * np.cos(angle) + ys * np.sin(angle)) * 2 * np.pi / period
     return 0.5 + 0.5 * np.sin(phase + rng.uniform(0, 2 * np.pi))
 
 
 def dots(rng: np.random.Generator, size: int, period: float) -> np.ndarray:
     """A float map in [0, 1] of a regular grid of soft dots."""
-    ys, xs = np.mgrid[0:size, 0:size].astype(np.float32)
+    ys, xs = pixel_grid(size, np.float32)
     offset = rng.uniform(0, period, size=2)
     wave_y = np.cos((ys + offset[0]) * 2 * np.pi / period)
     wave_x = np.cos((xs + offset[1]) * 2 * np.pi / period)
@@ -73,7 +82,7 @@ def dots(rng: np.random.Generator, size: int, period: float) -> np.ndarray:
 
 def checker(rng: np.random.Generator, size: int, period: float) -> np.ndarray:
     """A float map in {0, 1} of a checkerboard."""
-    ys, xs = np.mgrid[0:size, 0:size]
+    ys, xs = pixel_grid(size, np.int64)
     offset = rng.integers(0, int(period), size=2)
     return (((ys + offset[0]) // (period / 2) + (xs + offset[1]) // (period / 2)) % 2).astype(np.float32)
 
@@ -111,9 +120,9 @@ def paint_shape(rng: np.random.Generator, image: Image, name: str, mask: Mask) -
     """Fill ``mask`` of ``image`` with the shape's colour and texture, in place."""
     colour = np.clip(np.array(SHAPE_COLOURS[name]) + rng.uniform(-30, 30, size=3), 0, 255)
     pattern = SHAPE_TEXTURES[name](rng, image.shape[0], rng.uniform(5, 10))
-    shaded = colour[None, None, :] * (0.65 + 0.35 * pattern)[..., None]
-    shaded += rng.normal(0, 5, size=shaded.shape)
-    image[mask] = np.clip(shaded[mask], 0, 255).astype(np.uint8)
+    grain = rng.normal(0, 5, size=image.shape)  # drawn for every pixel, so that the random stream is the image's
+    shaded = colour[None, :] * (0.65 + 0.35 * pattern[mask])[:, None] + grain[mask]
+    image[mask] = np.clip(shaded, 0, 255).astype(np.uint8)
 
 
 def place_shapes(rng: np.random.Generator, image: Image, count: int,
@@ -173,7 +182,7 @@ def make_coco_split(root: Path, split: int, name: str, count: int) -> None:
 
 def sky_and_ground(rng: np.random.Generator, size: int) -> Tuple[Image, np.ndarray]:
     """A scene split by a wavy horizon; returns the image and its label map."""
-    ys, xs = np.mgrid[0:size, 0:size].astype(np.float32)
+    ys, xs = pixel_grid(size, np.float32)
     horizon = size * rng.uniform(0.3, 0.6) + size * 0.06 * np.sin(
         xs * 2 * np.pi / rng.uniform(size / 2, size * 2) + rng.uniform(0, 2 * np.pi))
     ground = ys >= horizon

@@ -114,8 +114,10 @@ class TensorModeModel(nn.Module):
         from mmengine.structures import InstanceData
         features = self.model.extract_feat(image)
         rpn_tensors, rpn_names = flatten_outputs(self.model.rpn_head(features), 'rpn')
-        # cascade heads clip each stage's refined boxes to the image (a constant of the graph)
-        sample = DetDataSample(metainfo=dict(img_shape=tuple(image.shape[-2:])))
+        # cascade heads clip each stage's refined boxes to the image (a constant of the graph); set
+        # without the deep copy metainfo=... makes, which a traced (symbolic) size does not survive
+        sample = DetDataSample()
+        sample.set_field(tuple(image.shape[-2:]), 'img_shape', field_type='metainfo')
         roi_outputs = self.model.roi_head.forward(features, [InstanceData(bboxes=proposals[0])], [sample])
         roi_tensors, roi_names = flatten_outputs(roi_outputs, 'roi')
         return rpn_tensors + roi_tensors, rpn_names + roi_names

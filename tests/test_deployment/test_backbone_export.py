@@ -6,6 +6,7 @@ import torch
 from mmdet.registry import MODELS
 
 from mmrmt.deployment import TensorModeModel, export_onnx, verification_inputs
+from mmrmt.models import ResMLP, ResT
 from helpers.runtime_bounds import assert_runtime_within_format
 
 TRACED_SIZE = (64, 96)
@@ -19,11 +20,15 @@ RMT_ONE_BLOCK_A_STAGE = dict(
     embed_dims=[64, 128, 256, 512], depths=[1, 1, 1, 1], num_heads=[4, 4, 8, 16], mlp_ratios=[3, 3, 3, 3],
     init_values=[2, 2, 2, 2], heads_ranges=[4, 4, 6, 6], decomposed=[True, True, False, False],
     layer_scales=[False, False, True, True])
+#: ResT-Lite with one block a stage: its widths, heads and key/value grid reductions.
+REST_ONE_BLOCK_A_STAGE = dict(ResT.arch_zoo['lite'], depths=[1, 1, 1, 1])
+#: ResMLP-12's blocks, four of them, each feeding one level (the export's cost is per block traced).
+RESMLP_FOUR_BLOCKS = dict(ResMLP.arch_zoo['12'], depth=4)
 BACKBONES = {
     'rmt-fast': dict(type='RMT', arch=RMT_ONE_BLOCK_A_STAGE, impl='fast'),
     'rmt-reference': dict(type='RMT', arch=RMT_ONE_BLOCK_A_STAGE, impl='reference'),
-    'rest-lite': dict(type='ResT', arch='lite'),
-    'resmlp-12': dict(type='ResMLP', arch='12'),
+    'rest-lite-1': dict(type='ResT', arch=REST_ONE_BLOCK_A_STAGE),
+    'resmlp-12-4': dict(type='ResMLP', arch=RESMLP_FOUR_BLOCKS),
 }
 
 

@@ -177,7 +177,7 @@ def test_destination_equal_to_source_needs_force(rmt_source):
 def test_refusal_exits_non_zero_in_a_subprocess(rmt_source, tmp_path):
     destination = tmp_path / 'out.pth'
     destination.write_bytes(b'the user\'s file')
-    result = run_script(CONVERTERS / 'rmt_to_mmrmt.py', [rmt_source, destination])
+    result = run_script(CONVERTERS / 'rmt_to_mmrmt.py', [rmt_source, destination], fresh=True)
     assert result.returncode == 1
     assert result.stderr.strip().startswith(f'error: destination {destination} exists')
     assert destination.read_bytes() == b'the user\'s file'

@@ -103,7 +103,7 @@ def exit_line(args, capsys) -> str:
 def test_missing_config_in_a_subprocess(tmp_path):
     out = tmp_path / 'model.onnx'
     result = run_tool([TOOL, 'configs/rmt/no_such_config.py', '--shape', 64, 64,
-                       '--out', out])
+                       '--out', out], fresh=True)
     assert result.returncode != 0
     lines = [line for line in result.stderr.splitlines() if line.strip() and 'pkg_resources' not in line
              and not line.startswith(' ')]

@@ -13,7 +13,8 @@ from tool_process import (DET_CONFIG, SEG_CONFIG, assert_fails_with, check_ok, d
 
 
 def test_missing_config_in_a_subprocess(tmp_path):
-    result = run_tool(['train.py', 'configs/demo/no_such_config.py', '--work-dir', tmp_path / 'work'])
+    result = run_tool(['train.py', 'configs/demo/no_such_config.py', '--work-dir', tmp_path / 'work'],
+                      fresh=True)
     assert_fails_with(result, 'error: config file not found: configs/demo/no_such_config.py',
                       tmp_path / 'work')
 

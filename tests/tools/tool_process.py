@@ -1,15 +1,20 @@
-"""Run the repository's tools in subprocesses, as a user would, on the demo data."""
+"""Run the repository's tools as a user would, ``python tools/X.py ARGS``, on the demo data."""
+import atexit
+import json
 import os
 import re
 import runpy
+import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import pytest
 import torch
@@ -37,11 +42,93 @@ def tool_env() -> dict:
     return dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1', PYTHON=sys.executable)
 
 
-def run_script(script: Path, args: Sequence[object], timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run a Python or shell script with ``args`` from the repo root."""
+class PreloadedPython:
+    """A ``tests/tools/preloaded_python.py`` server: runs ``python SCRIPT ARGS``
+    in a child forked from an interpreter that has the heavy libraries
+    imported (see that file for what a child gets, and what not)."""
+
+    def __init__(self, env: dict) -> None:
+        self.env = env
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen([sys.executable, str(Path(__file__).with_name('preloaded_python.py'))],
+                                        cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.log)
+        self.pending = b''
+        assert 'ready' in self.reply(timeout=300), 'the preloaded interpreter did not start'
+        self.log.seek(0)
+        printed = self.log.read().decode()
+        assert not printed, f'importing the preloaded libraries printed:\n{printed}'
+
+    def reply(self, timeout: Optional[float]) -> dict:
+        """The server's next line; ``{}`` when none came within ``timeout`` seconds."""
+        out = self.process.stdout.fileno()
+        while b'\n' not in self.pending:
+            if not select.select([out], [], [], timeout)[0]:
+                return {}
+            chunk = os.read(out, 65536)
+            if not chunk:
+                raise RuntimeError(f'the preloaded interpreter exited with status {self.process.wait()}')
+            self.pending += chunk
+        line, self.pending = self.pending.split(b'\n', 1)
+        return json.loads(line)
+
+    def serves(self, env: dict) -> bool:
+        """Whether a run in ``env`` can be forked from this interpreter: the
+        environment it was started with, up to the variables pytest sets per test."""
+        return without_pytest_variables(env) == without_pytest_variables(self.env)
+
+    def run(self, argv: List[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+        """``subprocess.run([sys.executable, *argv], cwd=REPO, env=env,
+        capture_output=True, text=True, timeout=timeout)``, forked."""
+        with tempfile.TemporaryDirectory() as streams:
+            stdout, stderr = Path(streams, 'stdout'), Path(streams, 'stderr')
+            request = dict(argv=argv, cwd=str(REPO), env=env, stdout=str(stdout), stderr=str(stderr))
+            self.process.stdin.write((json.dumps(request) + '\n').encode())
+            self.process.stdin.flush()
+            pid = self.reply(timeout=60)['pid']
+            ended = self.reply(timeout)
+            if not ended:
+                os.kill(pid, signal.SIGKILL)
+                self.reply(timeout=60)
+                raise subprocess.TimeoutExpired([sys.executable, *argv], timeout, stdout.read_text(),
+                                                stderr.read_text())
+            return subprocess.CompletedProcess([sys.executable, *argv], ended['returncode'],
+                                               stdout.read_text(), stderr.read_text())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def without_pytest_variables(env: dict) -> dict:
+    return {name: value for name, value in env.items() if name != 'PYTEST_CURRENT_TEST'}
+
+
+_preloaded: Optional[PreloadedPython] = None
+
+
+def preloaded_python(env: dict) -> Optional[PreloadedPython]:
+    """This test process's preloaded interpreter (started on first use), or
+    None where it cannot serve ``env`` (a variable read on import would be
+    missed: such a run gets a fresh interpreter)."""
+    global _preloaded
+    if _preloaded is None:
+        _preloaded = PreloadedPython(env)
+        atexit.register(_preloaded.close)
+    return _preloaded if _preloaded.serves(env) else None
+
+
+def run_script(script: Path, args: Sequence[object], timeout: float = 300,
+               fresh: bool = False) -> subprocess.CompletedProcess:
+    """Run a Python or shell script with ``args`` from the repo root, as
+    ``python SCRIPT ARGS`` / ``bash SCRIPT ARGS`` would. A Python script runs
+    forked from the preloaded interpreter unless ``fresh`` (a new interpreter)."""
+    args, env = [str(arg) for arg in args], tool_env()
+    server = None if fresh or script.suffix == '.sh' else preloaded_python(env)
+    if server is not None:
+        return server.run([str(script), *args], env, timeout)
     command = ['bash', str(script)] if script.suffix == '.sh' else [sys.executable, str(script)]
-    return subprocess.run(command + [str(arg) for arg in args], cwd=REPO, env=tool_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(command + args, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def library_train_script(library: str) -> Path:
@@ -49,9 +136,9 @@ def library_train_script(library: str) -> Path:
     return Path(import_module(library).__file__).parent / '.mim' / 'tools' / 'train.py'
 
 
-def run_tool(args: Sequence[object], timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``tools/<args[0]>`` with the remaining arguments from the repo root."""
-    return run_script(REPO / 'tools' / str(args[0]), args[1:], timeout)
+def run_tool(args: Sequence[object], timeout: float = 300, fresh: bool = False) -> subprocess.CompletedProcess:
+    """Run ``tools/<args[0]>`` with the remaining arguments from the repo root (see :func:`run_script`)."""
+    return run_script(REPO / 'tools' / str(args[0]), args[1:], timeout, fresh)
 
 
 def det_data_options(root: Path) -> List[str]:

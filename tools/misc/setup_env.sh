@@ -19,7 +19,6 @@ VENV=${VENV:-$ROOT/.venv}
 PYTHON=${PYTHON:-python3}
 CONSTRAINTS=$ROOT/requirements/constraints.txt
 CACHE_WHEELHOUSE=${XDG_CACHE_HOME:-$HOME/.cache}/mmrmt/wheels
-MMCV_VERSION=2.1.0
 BUILD_DIR=
 
 log() { printf '[setup] %s\n' "$*"; }
@@ -44,17 +43,49 @@ PIP_INSTALL=("${PIP[@]}" install -c "$CONSTRAINTS")
 
 has() { "$PY" -c "$1" >/dev/null 2>&1; }
 
-if ! has "import setuptools, sys; v = tuple(int(p) for p in setuptools.__version__.split('.')[:2]); sys.exit(not (77, 0) <= v < (81, 0))"; then
+# What each step below makes true, as Python statements that fail otherwise.
+SETUPTOOLS_OK="import setuptools; assert (77, 0) <= tuple(int(p) for p in setuptools.__version__.split('.')[:2]) < (81, 0)"
+TORCH_OK="import torch, torchvision; assert (torch.__version__.split('+')[0], torchvision.__version__.split('+')[0]) == ('2.14.1', '0.29.1')"
+MMCV_VERSION=2.1.0
+MMCV_OK="import mmcv; from mmcv.ops import nms; assert mmcv.__version__ == '$MMCV_VERSION'"
+PACKAGES_OK="import mmdet, mmseg, timm, pytest, xdist, flake8, isort, ftfy, regex, onnx, onnxruntime, onnxscript, openvino, mmrmt"
+MMDEPLOY_OK="import aenum, importlib.metadata as m; assert m.version('mmdeploy') == '1.3.1'"
+NMS_RUNS="
+import torch
+from mmcv.ops import nms
+
+boxes = torch.tensor([[0., 0., 10., 10.], [1., 1., 10., 10.], [20., 20., 30., 30.]])
+scores = torch.tensor([0.9, 0.8, 0.7])
+assert nms(boxes, scores, iou_threshold=0.5)[1].tolist() == [0, 2]
+print('cuda' if torch.cuda.is_available() else 'cpu')
+"
+
+# Reinstall the Python dependencies whenever their declarations change.
+STAMP=$VENV/.mmrmt-requirements
+wanted=$(cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)
+
+# Already set up: every check below at once, in one interpreter.
+if [ "$(cat "$STAMP" 2>/dev/null)" = "$wanted" ] && device=$("$PY" -c "$SETUPTOOLS_OK
+$TORCH_OK
+$MMCV_OK
+$PACKAGES_OK
+$MMDEPLOY_OK
+$NMS_RUNS" 2>/dev/null); then
+    log "environment ready: mmcv.ops.nms runs on $device"
+    exit 0
+fi
+
+if ! has "$SETUPTOOLS_OK"; then
     log "installing build tools"
     "${PIP_INSTALL[@]}" -q 'setuptools>=77,<81' wheel ninja
 fi
 
-if ! has "import torch, torchvision, sys; sys.exit(torch.__version__.split('+')[0] != '2.14.1' or torchvision.__version__.split('+')[0] != '0.29.1')"; then
+if ! has "$TORCH_OK"; then
     log "installing torch 2.14.1 and torchvision 0.29.1"
     "${PIP_INSTALL[@]}" -q torch==2.14.1 torchvision==0.29.1
 fi
 
-mmcv_ok() { has "import mmcv, sys; from mmcv.ops import nms; sys.exit(mmcv.__version__ != '$MMCV_VERSION')"; }
+mmcv_ok() { has "$MMCV_OK"; }
 
 MMCV_WHEEL=mmcv-$MMCV_VERSION-$("$PY" -c 'import sys; print("cp%d%d-cp%d%d" % (sys.version_info[:2] * 2))')-linux_$(uname -m).whl
 
@@ -99,28 +130,17 @@ if ! mmcv_ok; then
     fi
 fi
 
-# Reinstall the Python dependencies whenever their declarations change.
-STAMP=$VENV/.mmrmt-requirements
-wanted=$(cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "import mmdet, mmseg, timm, pytest, xdist, flake8, isort, ftfy, regex, onnx, onnxruntime, onnxscript, openvino, mmrmt"; then
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "$PACKAGES_OK"; then
     log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable; extras all, tests, deploy, openvino)"
     "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT[all,tests,deploy,openvino]"
     echo "$wanted" > "$STAMP"
 fi
 
 # mmdeploy without its declared dependencies (see requirements/mmdeploy.txt).
-if ! has "import aenum, sys, importlib.metadata as m; sys.exit(m.version('mmdeploy') != '1.3.1')"; then
+if ! has "$MMDEPLOY_OK"; then
     log "installing mmdeploy 1.3.1 and aenum without their dependencies (requirements/mmdeploy.txt)"
     "${PIP_INSTALL[@]}" -q --no-deps -r "$ROOT/requirements/mmdeploy.txt"
 fi
 
-"$PY" - <<'PY'
-import torch
-from mmcv.ops import nms
-
-boxes = torch.tensor([[0., 0., 10., 10.], [1., 1., 10., 10.], [20., 20., 30., 30.]])
-scores = torch.tensor([0.9, 0.8, 0.7])
-_, keep = nms(boxes, scores, iou_threshold=0.5)
-assert keep.tolist() == [0, 2], keep
-print('[setup] environment ready: mmcv.ops.nms runs on', 'cuda' if torch.cuda.is_available() else 'cpu')
-PY
+device=$("$PY" -c "$NMS_RUNS") || fail "mmcv.ops.nms does not run or gives wrong boxes"
+log "environment ready: mmcv.ops.nms runs on $device"
