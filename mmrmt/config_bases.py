@@ -6,13 +6,18 @@ which an editable install does not have. Importing mmrmt calls
 :func:`enable_mmrmt_bases`, which puts one check in front of mmengine's
 lookup of a base's path (``Config._get_cfg_path``): a base starting with
 ``mmrmt::`` is read from :func:`zoo_configs_dir`, every other base goes to
-mmengine's own lookup unchanged. The base is read as if named by its path
-(no ``_scope_`` is added: each of our configs sets its ``default_scope``).
+mmengine's own lookup, once per base and process: mmengine's finds a
+``mmdet::``/``mmseg::`` base by reloading ``pkg_resources`` and reading the
+package's metafiles (about a second a lookup, repeated for every config that
+inherits it), and where an installed package keeps a file does not change
+while a process runs. An ``mmrmt::`` base is read as if named by its path (no
+``_scope_`` is added: each of our configs sets its ``default_scope``).
 
 A config read before mmrmt is imported cannot use it: mmdet's and mmseg's
 own ``tools/train.py`` read the config before its ``custom_imports``. There,
 name the base by its path (docs/get_started.md).
 """
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional, Tuple
 
@@ -61,9 +66,15 @@ def enable_mmrmt_bases() -> None:
     if getattr(mmengine_lookup, 'reads_mmrmt_bases', False):
         return
 
+    @lru_cache(maxsize=None)
+    def package_base_path(cfg_path: str) -> Tuple[str, Optional[str]]:
+        return mmengine_lookup(cfg_path, '')  # a package's base does not depend on the file naming it
+
     def get_cfg_path(cfg_path: str, filename: str) -> Tuple[str, Optional[str]]:
         if cfg_path.startswith(PREFIX):
             return zoo_base_path(cfg_path), None
+        if '::' in cfg_path:
+            return package_base_path(cfg_path)
         return mmengine_lookup(cfg_path, filename)
 
     get_cfg_path.reads_mmrmt_bases = True  # type: ignore[attr-defined]

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mmengine.config.config as mmengine_config
 import pytest
 from mmengine.config import Config
 
@@ -35,6 +36,19 @@ def test_other_bases_keep_mmengine_lookup(tmp_path):
     assert cfg.model._scope_ == 'mmdet' and cfg.model.backbone.type == 'ResNet'
     enable_mmrmt_bases()  # a second call changes nothing
     assert Config.fromfile(user_config(tmp_path, f'mmrmt::{ZOO_CONFIG}')).model.backbone.type == 'RMT'
+
+
+def test_a_package_base_is_looked_up_once_a_process(tmp_path, monkeypatch):
+    """mmengine finds ``mmdet::`` bases by reloading pkg_resources (about a second): a config read again,
+    or another inheriting the same bases, finds them without it, and reads the same."""
+    first = Config.fromfile(user_config(tmp_path, 'mmdet::retinanet/retinanet_r50_fpn_1x_coco.py'))
+    lookups = []
+    monkeypatch.setattr(mmengine_config, 'is_installed', lambda package: lookups.append(package) or True)
+    again = Config.fromfile(user_config(tmp_path, 'mmdet::retinanet/retinanet_r50_fpn_1x_coco.py'))
+    assert lookups == [] and again.to_dict() == first.to_dict()
+    monkeypatch.undo()
+    with pytest.raises(ModuleNotFoundError, match='mmpose is not installed'):  # mmengine's error, unchanged
+        Config.fromfile(user_config(tmp_path, 'mmpose::body_2d_keypoint/x.py'))
 
 
 @pytest.mark.parametrize('name', ['rmt/no_such_config.py', 'rmt/upernet_rmt-t_8xb2-160k_ade20k-512x512'])

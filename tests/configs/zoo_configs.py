@@ -5,7 +5,6 @@ import functools
 from pathlib import Path
 from typing import Iterator, List
 
-import mmengine.config.config as mmengine_config
 from mmengine.config import Config
 from mmengine.registry import MODELS, init_default_scope
 from torch import nn
@@ -19,21 +18,6 @@ ZOO_FOLDERS = ('rmt', 'rest', 'resmlp')
 
 INIT_FUNCTIONS = ('uniform_', 'normal_', 'trunc_normal_', 'constant_', 'ones_', 'zeros_',
                   'kaiming_uniform_', 'kaiming_normal_', 'xavier_uniform_', 'xavier_normal_')
-
-
-@contextlib.contextmanager
-def cached_external_config_paths() -> Iterator[None]:
-    """Remember where ``mmdet::``/``mmseg::`` bases live while inside.
-
-    mmengine finds each such base by reading all of the package's metafiles
-    (about 0.7 s a lookup); the answer cannot change during a test session.
-    """
-    original = mmengine_config._get_external_cfg_path
-    mmengine_config._get_external_cfg_path = functools.lru_cache(maxsize=None)(original)
-    try:
-        yield
-    finally:
-        mmengine_config._get_external_cfg_path = original
 
 
 def zoo_config_paths() -> List[Path]:
