@@ -4,9 +4,6 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-import torch
-
-from mmrmt.datasets import make_demo_data
 
 TESTS = Path(__file__).parent
 sys.path.insert(0, str(TESTS))  # for the shared helpers package, tests/helpers
@@ -33,6 +30,7 @@ def pytest_configure(config) -> None:
     of the cores, so that the workers do not contend for them."""
     workers = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
     if workers > 1:
+        import torch  # here: the xdist controller, which runs no test, starts the workers without it
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
@@ -64,6 +62,7 @@ def data_dir() -> Path:
 @pytest.fixture(scope='session')
 def demo_root(tmp_path_factory) -> Path:
     """The synthetic demo COCO and ADE20K sets, drawn once per test session."""
+    from mmrmt.datasets import make_demo_data
     root = tmp_path_factory.mktemp('demo_data')
     make_demo_data(str(root))
     return root

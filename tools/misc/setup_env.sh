@@ -10,7 +10,8 @@
 #       1.2.2 + ftfy, regex), tests (pytest, flake8, isort), deploy (onnx, onnxruntime,
 #       onnxscript) and openvino; with them mmengine and timm
 #   mmdeploy 1.3.1 and aenum, without their dependencies (requirements/mmdeploy.txt)
-# and finally checks that mmcv.ops.nms runs. Any failure ends it with one
+# and finally checks that mmcv.ops.nms runs; it remembers that in $VENV/.mmrmt-ready
+# until pip changes the environment or requirements/ or setup.py change. Any failure ends it with one
 # "[setup] error: ..." line naming the command that failed.
 set -eEuo pipefail
 
@@ -64,6 +65,14 @@ print('cuda' if torch.cuda.is_available() else 'cpu')
 STAMP=$VENV/.mmrmt-requirements
 wanted=$(cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)
 
+# Checked before and nothing installed or removed since (pip changes site-packages' modification time).
+READY=$VENV/.mmrmt-ready
+ready_key() { printf '%s %s' "$wanted" "$(stat -c %Y "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')")"; }
+if [ "$(cat "$READY" 2>/dev/null)" = "$(ready_key)" ]; then
+    log "environment ready (as checked last, $(date -r "$READY" '+%F %T'); delete $READY to check again)"
+    exit 0
+fi
+
 # Already set up: every check below at once, in one interpreter.
 if [ "$(cat "$STAMP" 2>/dev/null)" = "$wanted" ] && device=$("$PY" -c "$SETUPTOOLS_OK
 $TORCH_OK
@@ -72,6 +81,7 @@ $PACKAGES_OK
 $MMDEPLOY_OK
 $NMS_RUNS" 2>/dev/null); then
     log "environment ready: mmcv.ops.nms runs on $device"
+    ready_key > "$READY"
     exit 0
 fi
 
@@ -144,3 +154,4 @@ fi
 
 device=$("$PY" -c "$NMS_RUNS") || fail "mmcv.ops.nms does not run or gives wrong boxes"
 log "environment ready: mmcv.ops.nms runs on $device"
+ready_key > "$READY"
