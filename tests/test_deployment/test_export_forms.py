@@ -10,6 +10,7 @@ from torch import nn
 
 from mmrmt.deployment import export_forms, relative_difference
 from mmrmt.deployment.export_forms import adaptive_average_pool, exact_roi_min_side
+from mmrmt.deployment.float32_roi_pooling import float32_roi_pooling
 from mmrmt.deployment.tensor_mode import random_proposals
 from mmrmt.models.backbones.rest import softmax_instance_norm
 from mmrmt.models.layers import plain_attention
@@ -124,3 +125,22 @@ def test_rmt_attention_export_form_equals_eager(decomposed, monkeypatch):
         exported = attention(x, relpos, norm)
     # MaSA's 7 steps (tests/test_models/test_backbones/test_rmt_attention.py) over 32 channels
     assert_close(exported, expected, two_implementations(torch.float32, 5 * 7, 7))  # or the 35 tokens
+
+
+def test_roi_pooling_runs_on_reduced_precision_cpu_features_in_float32():
+    """mmcv's CPU kernels take float32/float64 only: under bf16 autocast (benchmark.py --precision bf16,
+    --amp bf16) a two-stage detector's pooling gets bf16 features. Within float32_roi_pooling it pools
+    their exact float32 values (a bf16 -> float32 cast is exact) and rounds the result to bf16, which
+    mmdet gathers the levels in; the float32 forward goes with the block."""
+    extractor = SingleRoIExtractor(dict(type='RoIAlign', output_size=7, sampling_ratio=0), out_channels=4,
+                                   featmap_strides=[4, 8, 16, 32])
+    feats = tuple(torch.randn(1, 4, 256 // stride, 256 // stride).bfloat16() for stride in (4, 8, 16, 32))
+    boxes = random_proposals(20, 256, 256, torch.Generator().manual_seed(0))
+    rois = torch.cat((torch.zeros(len(boxes), 1), boxes), 1).bfloat16()
+    with pytest.raises(RuntimeError, match='not implemented for .BFloat16'):
+        extractor(feats, rois)
+    with float32_roi_pooling(extractor), torch.autocast('cpu', dtype=torch.bfloat16):
+        pooled = extractor(feats, rois)
+    assert pooled.dtype == torch.bfloat16
+    assert torch.equal(pooled, extractor(tuple(feat.float() for feat in feats), rois.float()).bfloat16())
+    assert all('forward' not in vars(layer) for layer in extractor.roi_layers)

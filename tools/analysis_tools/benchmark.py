@@ -164,7 +164,8 @@ def check_args(args: argparse.Namespace) -> None:
     if (args.config is None) == (args.backbone is None):
         raise PreflightError('give either a config file or --backbone TYPE-ARCH, not both or neither.')
     if args.config is not None:
-        read_config(args.config)  # here, in one line: the workers that build its model would die of it
+        config = read_config(args.config)  # here, in one line: the workers that build its model would die of it
+        check_cpu_amp(args, config)
     if args.device == 'cuda' and not torch.cuda.is_available():
         raise PreflightError('--device cuda, but torch sees no CUDA device.')
     if args.device not in ('cpu', 'cuda'):
@@ -196,6 +197,23 @@ def check_args(args: argparse.Namespace) -> None:
             check_upstream_repo(args.upstream_repo)
         except FileNotFoundError as error:
             raise PreflightError(str(error)) from error
+
+
+def check_cpu_amp(args: argparse.Namespace, config) -> None:
+    """Fail where a detector under CPU autocast would reach mmcv's float32-only CPU kernels: every
+    prediction's NMS, and a two-stage detector's RPN NMS and RoIAlign in training too.
+
+    Raises:
+        PreflightError: One line naming the kernels and what to time instead.
+    """
+    from mmrmt.utils import PreflightError
+    detector = config.get('default_scope') == 'mmdet'
+    two_stage = 'rpn_head' in config.get('model', {})
+    if args.device == 'cpu' and args.amp != 'none' and detector and ('infer' in args.mode or two_stage):
+        raise PreflightError(f"--amp {args.amp} on the CPU: mmcv's CPU nms and RoIAlign take float32 only, so "
+                             f"this detector's {'prediction' if 'infer' in args.mode else 'training'} cannot run "
+                             'under autocast; time the bf16 model with --onnx FILE --precision f32 bf16 (tensor '
+                             'mode, RoIAlign in float32) or the backbone with --backbone TYPE-ARCH --amp bf16')
 
 
 def check_runtimes(args: argparse.Namespace) -> None:
@@ -403,6 +421,7 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
     _, impl, precision, runtime, path = contender
     if runtime is not None:
         return graph_worker(args, path, runtime, precision, conn)
+    from mmrmt.deployment.float32_roi_pooling import float32_roi_pooling
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -417,7 +436,8 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
             with torch.no_grad(), autocast:
                 return [output.float() for output in model(*inputs)]
 
-        return serve(conn, tensor_mode, 'cpu')
+        with float32_roi_pooling(model):
+            return serve(conn, tensor_mode, 'cpu')
     if impl == UPSTREAM_IMPL:
         upstream_rest = import_by_path(UPSTREAM_REST)
         build_upstream, upstream_features = upstream_rest.build_upstream, upstream_rest.upstream_features
@@ -453,7 +473,8 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
         if args.device == 'cuda':
             torch.cuda.synchronize()
 
-    serve(conn, iteration, args.device)
+    with float32_roi_pooling(model):
+        serve(conn, iteration, args.device)
 
 
 def serve(conn, iteration, device: str) -> None:
