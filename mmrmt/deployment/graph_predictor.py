@@ -193,9 +193,13 @@ def evaluate_graph(runner, path: str, threads: Optional[int] = None, runtime: st
     predictor = GraphPredictor(runner.model, path, threads, runtime, precision)
     runner.model.test_step = predictor.test_step
     try:
-        return runner.test()
+        metrics = runner.test()
     finally:
         del runner.model.test_step
+    # the loader's persistent workers, shut down now, while the runtime is loaded: at interpreter exit,
+    # with OpenVINO's int8 model gone, their shutdown segfaulted (exit 139 after the metrics; AMD Zen 4)
+    runner.test_loop.dataloader._iterator = None
+    return metrics
 
 
 def proposal_feeds(predictor: GraphPredictor, inputs: torch.Tensor) -> Iterator[Dict[str, np.ndarray]]:

@@ -128,19 +128,19 @@ def test_rmt_attention_export_form_equals_eager(decomposed, monkeypatch):
 
 
 def test_roi_pooling_runs_on_reduced_precision_cpu_features_in_float32():
-    """mmcv's CPU kernels take float32/float64 only: under bf16 autocast (benchmark.py --precision bf16,
-    --amp bf16) a two-stage detector's pooling gets bf16 features. Within float32_roi_pooling it pools
-    their exact float32 values (a bf16 -> float32 cast is exact) and rounds the result to bf16, which
-    mmdet gathers the levels in; the float32 forward goes with the block."""
+    """mmcv's CPU RoIAlign takes float32/float64 only: under bf16 autocast (benchmark.py --precision bf16)
+    a two-stage detector's pooling gets bf16 features. Within float32_roi_pooling it pools their exact
+    float32 values (a bf16 -> float32 cast is exact) at the float32 RoIs (not rounded to bf16, as mmdet's
+    extractor would: 4-pixel steps at x = 1000), and the float32 forward goes with the block."""
     extractor = SingleRoIExtractor(dict(type='RoIAlign', output_size=7, sampling_ratio=0), out_channels=4,
                                    featmap_strides=[4, 8, 16, 32])
-    feats = tuple(torch.randn(1, 4, 256 // stride, 256 // stride).bfloat16() for stride in (4, 8, 16, 32))
-    boxes = random_proposals(20, 256, 256, torch.Generator().manual_seed(0))
-    rois = torch.cat((torch.zeros(len(boxes), 1), boxes), 1).bfloat16()
+    feats = tuple(torch.randn(1, 4, 1024 // stride, 1024 // stride).bfloat16() for stride in (4, 8, 16, 32))
+    boxes = random_proposals(20, 1024, 1024, torch.Generator().manual_seed(0))
+    rois = torch.cat((torch.zeros(len(boxes), 1), boxes), 1)
+    assert not torch.equal(rois.bfloat16().float(), rois)
     with pytest.raises(RuntimeError, match='not implemented for .BFloat16'):
         extractor(feats, rois)
     with float32_roi_pooling(extractor), torch.autocast('cpu', dtype=torch.bfloat16):
         pooled = extractor(feats, rois)
-    assert pooled.dtype == torch.bfloat16
-    assert torch.equal(pooled, extractor(tuple(feat.float() for feat in feats), rois.float()).bfloat16())
-    assert all('forward' not in vars(layer) for layer in extractor.roi_layers)
+    assert torch.equal(pooled, extractor(tuple(feat.float() for feat in feats), rois))
+    assert 'forward' not in vars(extractor)
