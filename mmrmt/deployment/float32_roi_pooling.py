@@ -13,6 +13,7 @@ CPU features pools their (exact) float32 values at the float32 RoIs; the
 heads after it run in the autocast precision again (their linear and
 convolution layers are autocast ops).
 """
+import sys
 from contextlib import contextmanager
 from functools import partial
 from typing import Iterator, Optional, Sequence
@@ -41,8 +42,10 @@ def float32_roi_pooling(model: nn.Module) -> Iterator[nn.Module]:
         model (nn.Module): Any model; its mmdet RoI extractors get the float32 forward for the
             block's duration (a model without them is left as it is).
     """
-    from mmdet.models.roi_heads.roi_extractors import BaseRoIExtractor
-    extractors = [module for module in model.modules() if isinstance(module, BaseRoIExtractor)]
+    # a model holding an mmdet RoI extractor has imported its module (a segmentation-only install has none)
+    roi_extractors = sys.modules.get('mmdet.models.roi_heads.roi_extractors')
+    extractors = [] if roi_extractors is None else [
+        module for module in model.modules() if isinstance(module, roi_extractors.BaseRoIExtractor)]
     for extractor in extractors:
         extractor.forward = partial(extract_in_float32, extractor)
     try:

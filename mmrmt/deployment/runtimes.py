@@ -39,6 +39,10 @@ OPENVINO_HINT = 'install the openvino extra: pip install -e ".[openvino]"'
 #: oneDNN instruction-set limits under which OpenVINO's CPU plugin cannot compile our graphs
 #: (OpenVINO 2026.4: a LayerNorm under ``ONEDNN_MAX_CPU_ISA=SSE41`` fails with "bad combination").
 OPENVINO_UNCOMPILABLE_ISAS = ('SSE41', )
+#: oneDNN limits under which OpenVINO still reports BF16 on a bf16 CPU but cannot compile a bf16 graph
+#: (no bf16 matmul below AVX-512: "could not create a primitive descriptor for the matmul primitive");
+#: from AVX512_CORE on, oneDNN runs bf16 (emulated without AVX512_CORE_BF16).
+OPENVINO_NO_BF16_ISAS = ('SSE41', 'AVX', 'AVX2', 'AVX2_VNNI')
 
 
 class RuntimeChoiceError(PreflightError):
@@ -95,6 +99,10 @@ def check_runtime(runtime: str, precision: str = 'f32') -> None:
     if precision == 'bf16' and runtime == 'onnxruntime':
         raise RuntimeChoiceError("--precision bf16 runs in OpenVINO only (onnxruntime's CPU kernels are "
                                  'float32): add --runtime openvino')
+    if precision == 'bf16' and isa_limit in OPENVINO_NO_BF16_ISAS:
+        raise RuntimeChoiceError(f'--precision bf16: ONEDNN_MAX_CPU_ISA={isa_limit} is set, under which OpenVINO '
+                                 'cannot compile bf16 (no bf16 matmul below AVX-512); unset ONEDNN_MAX_CPU_ISA or '
+                                 'set it to AVX512_CORE or above, or use --precision f32')
     if precision == 'bf16':
         refusal = bf16_refusal(openvino_capabilities())
         if refusal:

@@ -114,6 +114,56 @@ def test_openvino_under_a_onednn_isa_limit_it_cannot_compile_is_refused(isa, mon
         check_runtime('openvino')
 
 
+BF16_UNDER_ISA = """
+import sys, openvino, torch
+class NormedAttention(torch.nn.Module):
+    def forward(self, x):
+        x = torch.nn.functional.layer_norm(x, (8, ))
+        return torch.softmax(x @ x.transpose(1, 2), -1)
+path = sys.argv[1]
+torch.onnx.export(NormedAttention(), torch.ones(2, 5, 8), path, dynamo=False)
+core = openvino.Core()
+try:
+    compiled = core.compile_model(path, 'CPU', {'INFERENCE_PRECISION_HINT': 'bf16'})
+except RuntimeError as error:
+    print('fails:', str(error).strip().splitlines()[-1])
+else:
+    print('compiles', compiled.get_property('INFERENCE_PRECISION_HINT').get_type_name(),
+          'BF16' in core.get_property('CPU', 'OPTIMIZATION_CAPABILITIES'))
+"""
+
+
+@pytest.mark.parametrize('isa', ['AVX2', 'AVX512_CORE'])
+def test_openvino_bf16_under_a_onednn_isa_limit_it_cannot_compile_is_refused(isa, monkeypatch, tmp_path):
+    """On a bf16 CPU OpenVINO still reports BF16 under ``ONEDNN_MAX_CPU_ISA=AVX2`` but cannot compile a bf16
+    graph there (no bf16 matmul below AVX-512); from AVX512_CORE on it compiles bf16. The tools refuse bf16
+    under the limits below AVX-512 on every CPU (elsewhere OpenVINO's capabilities decide, tested above)."""
+    graph = tmp_path / 'normed_attention.onnx'
+    result = subprocess.run([sys.executable, '-c', BF16_UNDER_ISA, str(graph)],
+                            env=dict(os.environ, ONEDNN_MAX_CPU_ISA=isa), capture_output=True, text=True, timeout=300)
+    outcome = result.stdout.strip()
+    assert outcome.startswith(('fails:', 'compiles')), result.stdout + result.stderr[-2000:]
+    bf16_cpu = 'BF16' in openvino_capabilities()
+    monkeypatch.setenv('ONEDNN_MAX_CPU_ISA', isa.lower())
+    if isa in runtimes.OPENVINO_NO_BF16_ISAS:
+        # a bf16 CPU fails to compile; another compiles f32 instead (the capability refusal's case)
+        assert outcome.startswith('fails: could not create a primitive descriptor') if bf16_cpu else (
+            outcome == 'compiles f32 False'), outcome
+        with pytest.raises(RuntimeChoiceError, match=rf'^--precision bf16: ONEDNN_MAX_CPU_ISA={isa} is set, under '
+                                                     r'which OpenVINO cannot compile bf16 .+; unset ONEDNN_MAX_CPU_'
+                                                     r'ISA or set it to AVX512_CORE or above, or use --precision '
+                                                     r'f32$'):
+            check_runtime('openvino', 'bf16')
+    else:
+        assert outcome == ('compiles bf16 True' if bf16_cpu else 'compiles f32 False'), outcome
+        if bf16_cpu:
+            check_runtime('openvino', 'bf16')
+        else:
+            with pytest.raises(RuntimeChoiceError, match=r'^--precision bf16: this CPU \(.+\) has no AVX-512 BF16'):
+                check_runtime('openvino', 'bf16')
+    check_runtime('openvino', 'f32')
+
+
 @pytest.mark.parametrize('capabilities,refused', [
     (['FP32', 'INT8', 'BIN'], True), (['FP32', 'BF16', 'INT8', 'BIN'], False)],
     ids=['avx2-or-avx512-without-bf16', 'avx512-bf16-or-amx'])
@@ -134,6 +184,10 @@ def test_bf16_runs_where_openvino_has_it_and_is_refused_where_it_would_run_f32(e
     """This CPU's own answer (the branch depends on the machine; both hold wherever they run)."""
     model, path = exported
     if refused_in_process(lambda: open_graph(path, 'openvino', 'bf16')):  # before bf16 is looked at
+        return
+    if os.environ.get('ONEDNN_MAX_CPU_ISA', '').upper() in runtimes.OPENVINO_NO_BF16_ISAS:  # the test below
+        with pytest.raises(RuntimeChoiceError, match=r'^--precision bf16: ONEDNN_MAX_CPU_ISA=\w+ is set'):
+            open_graph(path, 'openvino', 'bf16')
         return
     if 'BF16' in openvino_capabilities():
         session = open_graph(path, 'openvino', 'bf16')
