@@ -11,7 +11,7 @@ import pytest
 
 from helpers.openvino_refusal import refused_by_the_tool
 from helpers.tool_modules import import_tool
-from tool_process import DET_CONFIG, check_ok, det_data_options, exit_message, metric, run_tool
+from tool_process import DET_CONFIG, REPO, check_ok, det_data_options, exit_message, metric, run_script, run_tool
 
 pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
 TEST_ONNX, QUANTIZE = 'deployment/test_onnx.py', 'deployment/quantize_onnx.py'
@@ -149,16 +149,29 @@ def test_test_onnx_refuses_bf16_in_onnxruntime_before_building(graphs, tmp_path,
     assert not (tmp_path / 'work').exists()
 
 
-def test_test_onnx_shuts_its_loader_workers_down_before_it_returns(graphs, demo_root, tmp_path, capsys):
+#: Runs a tool's main (argv[1], its arguments after it), then says how many child processes are left.
+MAIN_THEN_CHILDREN = """
+import multiprocessing, runpy, sys
+from pathlib import Path
+tool, args = sys.argv[1], sys.argv[2:]
+sys.path.insert(0, str(Path(tool).parent))
+runpy.run_path(tool)['main'](args)
+print('children left:', len(multiprocessing.active_children()))
+"""
+
+
+def test_test_onnx_shuts_its_loader_workers_down_before_it_returns(graphs, demo_root, tmp_path):
     """mmdet's and mmseg's configs keep their test loader's workers (persistent_workers=True). Left alive
     until the interpreter exits, their shutdown came after OpenVINO's int8 model had gone and test_onnx.py
     segfaulted (exit 139, after printing the metrics: AMD Zen 4, the demo's int8 graph); they are shut
-    down when the evaluation ends."""
-    import multiprocessing
-    test_onnx = import_tool('tools/deployment/test_onnx.py')
-    before = set(multiprocessing.active_children())
-    test_onnx.main([str(DET_CONFIG), str(graphs / 'det.onnx'), '--work-dir', str(tmp_path), '--cfg-options',
-                    *det_data_options(demo_root), 'test_dataloader.num_workers=1',
-                    'test_dataloader.persistent_workers=True'])
-    assert re.search(r'det\.onnx in onnxruntime: coco/bbox_mAP', capsys.readouterr().out)
-    assert set(multiprocessing.active_children()) == before
+    down when the evaluation ends. (Run in a child: loader workers forked inside a test process would
+    leave torch's SIGCHLD handler there, which crashed later tests' subprocesses.)"""
+    script = tmp_path / 'main_then_children.py'
+    script.write_text(MAIN_THEN_CHILDREN)
+    result = run_script(script, [REPO / 'tools' / TEST_ONNX, DET_CONFIG, graphs / 'det.onnx', '--work-dir',
+                                 tmp_path / 'work', '--cfg-options', *det_data_options(demo_root),
+                                 'test_dataloader.num_workers=1', 'test_dataloader.persistent_workers=True'],
+                        timeout=900)
+    check_ok(result)
+    assert re.search(r'det\.onnx in onnxruntime: coco/bbox_mAP', result.stdout)
+    assert result.stdout.strip().splitlines()[-1] == 'children left: 0', result.stdout[-2000:]
