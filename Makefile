@@ -17,8 +17,9 @@ lint: setup
 	$(PY) -m flake8 .
 	$(PY) -m isort --check-only --diff .
 
-# a process per core (pytest-xdist), each test file on one of them (its module fixtures made once)
-PYTEST_PARALLEL := -n auto --dist loadfile
+# a process per core (pytest-xdist), each test file on one of them (its module fixtures made once); a worker
+# that crashes ends the run, naming its test (xdist would replace it and, under loadfile, can then hang)
+PYTEST_PARALLEL := -n auto --dist loadfile --max-worker-restart=0
 
 test: setup lint
 	$(PY) -m pytest tests -q $(PYTEST_PARALLEL) --durations=15
