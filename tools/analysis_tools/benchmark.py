@@ -421,7 +421,6 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
     _, impl, precision, runtime, path = contender
     if runtime is not None:
         return graph_worker(args, path, runtime, precision, conn)
-    from mmrmt.deployment.float32_roi_pooling import float32_roi_pooling
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -436,6 +435,8 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
             with torch.no_grad(), autocast:
                 return [output.float() for output in model(*inputs)]
 
+        # bf16 autocast on the CPU: mmcv's RoIAlign has no bf16 kernel (check_cpu_amp refuses --amp itself)
+        from mmrmt.deployment.float32_roi_pooling import float32_roi_pooling
         with float32_roi_pooling(model):
             return serve(conn, tensor_mode, 'cpu')
     if impl == UPSTREAM_IMPL:
@@ -473,8 +474,7 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
         if args.device == 'cuda':
             torch.cuda.synchronize()
 
-    with float32_roi_pooling(model):
-        serve(conn, iteration, args.device)
+    serve(conn, iteration, args.device)
 
 
 def serve(conn, iteration, device: str) -> None:
