@@ -1,4 +1,6 @@
 """Write a :class:`TensorModeModel` to an ONNX file with either of torch's exporters."""
+import os.path as osp
+import tempfile
 import warnings
 from typing import Optional, Tuple
 
@@ -6,6 +8,7 @@ import torch
 
 from mmrmt.utils import replaced_atomically
 from .export_forms import export_forms
+from .image_scan import scan_over_images
 from .tensor_mode import TensorModeModel, dynamic_axes, dynamic_shapes
 
 #: Exporter name -> (lowest supported opset, default opset). The TorchScript
@@ -31,7 +34,8 @@ def check_opset(exporter: str, opset: Optional[int]) -> int:
 
 
 def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: str,
-                exporter: str = 'torchscript', opset: Optional[int] = None, dynamic: bool = False) -> None:
+                exporter: str = 'torchscript', opset: Optional[int] = None, dynamic: bool = False,
+                images_per_run: Optional[int] = None) -> None:
     """Export ``model`` traced on ``inputs`` to ``path``, written atomically.
 
     Args:
@@ -47,8 +51,21 @@ def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: 
         dynamic (bool): Accept any batch (but for two-stage detectors) and
             any image size of at least 64 pixels. Two-stage graphs take any
             number of proposals (the TorchScript exporter's even when fixed).
+        images_per_run (int, optional): A fixed-size graph of a batch
+            computes it this many images at a time (a graph of that many
+            images, traced on the first ones, run by an ONNX ``Scan``: see
+            :mod:`.image_scan`); must divide the batch. By default the whole
+            batch at once.
     """
     opset = check_opset(exporter, opset)
+    batch = len(inputs[0])
+    if images_per_run is not None and images_per_run < batch:
+        import onnx
+        with tempfile.TemporaryDirectory() as folder, replaced_atomically(path) as temporary:
+            body = osp.join(folder, 'images.onnx')
+            export_onnx(model, tuple(t[:images_per_run] for t in inputs), body, exporter, opset)
+            onnx.save(scan_over_images(onnx.load(body), batch), temporary)
+        return
     model.eval()
     names = dict(input_names=model.input_names, output_names=model.output_names(*inputs))
     with replaced_atomically(path) as temporary, torch.no_grad(), export_forms(model.model, opset), \

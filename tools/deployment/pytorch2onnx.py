@@ -54,6 +54,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--dynamic', action='store_true',
                         help=f'accept any batch and any image size >= {MIN_DYNAMIC_SIZE} (two-stage '
                              'detectors: one image, any number of proposals)')
+    parser.add_argument('--images-per-run', type=int, metavar='N',
+                        help='a fixed-size graph of --batch images computes them N at a time (an ONNX Scan; '
+                             'N must divide --batch): peak memory of N images, in any runtime. '
+                             'Default: the whole batch at once')
     parser.add_argument('--exporter', choices=sorted(EXPORTERS), default='torchscript',
                         help="'torchscript' (torch.onnx.export dynamo=False, as mmdeploy) or 'dynamo'")
     parser.add_argument('--opset', type=int, help='ONNX opset: 11 to 20 torchscript (default 17), 18 to 20 '
@@ -100,6 +104,12 @@ def preflight(args: argparse.Namespace) -> Config:
     if args.batch is not None and (args.dynamic or args.batch < 1):
         raise PreflightError(f'--batch sets the batch of a fixed-size graph: give a positive --batch or '
                              f'--dynamic (any batch), got --batch {args.batch}{" --dynamic" * args.dynamic}')
+    if args.images_per_run is not None:
+        batch = args.batch or 1
+        if args.dynamic or args.images_per_run < 1 or batch % args.images_per_run:
+            raise PreflightError(f'--images-per-run splits the --batch of a fixed-size graph: give a positive '
+                                 f'divisor of --batch {batch}, got --images-per-run {args.images_per_run}'
+                                 f'{" with --dynamic (a dynamic graph runs in image chunks already)" * args.dynamic}')
     try:
         check_opset(args.exporter, args.opset)
     except ValueError as error:
@@ -171,7 +181,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     batch = 2 if args.dynamic and model.batch_is_dynamic else (args.batch or 1)
     inputs = model.example_inputs(*args.shape, batch, torch.Generator().manual_seed(0))
     opset = check_opset(args.exporter, args.opset)
-    export_onnx(model, inputs, args.out, args.exporter, opset, args.dynamic)
+    export_onnx(model, inputs, args.out, args.exporter, opset, args.dynamic, args.images_per_run)
     size = osp.getsize(args.out) / 2**20
     print(f'wrote {args.out} ({size:.1f} MiB, {args.exporter} exporter, opset {opset}, '
           f'{"dynamic" if args.dynamic else "fixed"} {model.kind} graph, inputs {model.input_names})')
