@@ -17,6 +17,8 @@ from typing import List
 
 import numpy as np
 
+from .image_chunks import graph_inputs
+
 
 def fixed_shape(value) -> List[int]:
     """The shape of a ``ValueInfoProto``; raises ValueError where a dimension is not fixed."""
@@ -36,8 +38,7 @@ def scan_over_images(body, batch: int):
     """
     from onnx import helper, numpy_helper
     graph = body.graph
-    weights = {initialiser.name for initialiser in graph.initializer}
-    inputs = [value for value in graph.input if value.name not in weights]
+    inputs = graph_inputs(body)
     if len(inputs) != 1:
         raise ValueError(f'a graph of one input runs in image chunks, this one takes {len(inputs)}')
     image_shape = fixed_shape(inputs[0])
