@@ -1,5 +1,5 @@
 """The export forms compute what the layers they stand in for compute, and
-ResT's attention normalisation keeps float32 precision on near-uniform maps."""
+ResT's attention deviations keep float32 precision on near-uniform maps."""
 import math
 
 import pytest
@@ -12,7 +12,7 @@ from mmrmt.deployment import export_forms, relative_difference
 from mmrmt.deployment.export_forms import adaptive_average_pool, exact_roi_min_side
 from mmrmt.deployment.float32_roi_pooling import float32_roi_pooling
 from mmrmt.deployment.tensor_mode import random_proposals
-from mmrmt.models.backbones.rest import softmax_instance_norm
+from mmrmt.models.backbones.rest import softmax_deviations
 from mmrmt.models.layers import plain_attention
 from helpers.rounding import LAMBDA, assert_close, two_implementations, unit_roundoff
 
@@ -74,24 +74,16 @@ def test_plain_attention_equals_sdpa_with_broadcast_mask():
     assert_close(plain_attention(q, k, v), torch.nn.functional.scaled_dot_product_attention(q, k, v), tolerance)
 
 
-def reference_softmax_instance_norm(scores: torch.Tensor) -> torch.Tensor:
-    """nn.InstanceNorm2d(heads) of the softmax, as the upstream ResT computes it."""
-    return nn.InstanceNorm2d(scores.shape[1])(scores.softmax(dim=-1))
-
-
-def test_rest_attention_normalisation_equals_upstream_and_keeps_float32_precision():
-    generator = torch.Generator().manual_seed(0)
-    peaked = torch.randn(2, 4, 50, 30, generator=generator, dtype=torch.float64) * 3
-    # a softmax over 30 keys, then the statistics of a 50 x 30 map
-    assert_close(softmax_instance_norm(peaked), reference_softmax_instance_norm(peaked),
-                 two_implementations(torch.float64, 50 * 30, 2))
-    # Near-uniform attention, as at initialisation: the upstream float32 computation
-    # keeps few digits; this one keeps float32's precision.
-    uniform = torch.randn(2, 4, 500, 70, generator=generator, dtype=torch.float64) * 1e-3
-    exact = reference_softmax_instance_norm(uniform)
-    error = (softmax_instance_norm(uniform.float()).double() - exact).abs().max() / exact.abs().max()
-    upstream_error = (reference_softmax_instance_norm(uniform.float()).double() - exact).abs().max() \
-        / exact.abs().max()
+def test_rest_softmax_deviations_keep_float32_precision_on_near_uniform_attention():
+    """Near-uniform attention, as at initialisation: the upstream float32 computation (softmax, then the
+    instance norm's mean subtracted) keeps few digits of the deviations from 1 / N'; ResT's keeps
+    float32's precision."""
+    uniform = torch.randn(2, 4, 500, 70, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 1e-3
+    exact = uniform.softmax(dim=-1) - 1 / 70
+    error = (softmax_deviations(uniform.float()).double() - exact).abs().max() / exact.abs().max()
+    probabilities = uniform.float().softmax(dim=-1)
+    upstream = probabilities - probabilities.mean(dim=(-2, -1), keepdim=True)
+    upstream_error = (upstream.double() - exact).abs().max() / exact.abs().max()
     # float32's rounding of a softmax row of 70 positive terms (no cancellation):
     # LAMBDA sqrt(70) u; the upstream form loses digits to the near-uniform map
     float32_rounding = LAMBDA * math.sqrt(70) * unit_roundoff(torch.float32)

@@ -18,11 +18,11 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import build_norm_layer, norm_then_project, run_mode, scaled_dot_product_attention
+from ..layers import attention_runs, build_norm_layer, norm_then_project, run_mode, scaled_dot_product_attention
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone
-from .rest_attention import mixed_head_attention
+from .rest_attention import EPS, mixed_head_attention
 from .rest_mlp import gelu_projection
 
 
@@ -98,33 +98,65 @@ def expm1(x: torch.Tensor) -> torch.Tensor:
     return 2 * half / (1 - half)
 
 
-def softmax_instance_norm(scores: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """Softmax over the last dim, then each (sample, head) map normalised to zero mean, unit variance.
+def softmax_deviations(scores: torch.Tensor) -> torch.Tensor:
+    """Each softmax probability of (..., N') ``scores`` minus its row's mean ``1 / N'``, computed to float
+    precision (float32 at least) from the scores, row by row.
 
-    Computes ``nn.InstanceNorm2d(heads)(scores.softmax(-1))`` (no affine, no
-    running statistics) for (B, heads, N, N') scores, except that a
-    single-element map gives 0 instead of an error, so that inputs whose last
-    grid is 1x1 work. Every softmax row sums to one, so each map's mean is
-    exactly 1 / N'; what is normalised is each probability's deviation from
-    it, computed from the scores: with ``u = exp(s - max) - 1`` per element
-    (accurately, :func:`expm1`), ``p - 1 / N' = (u - mean(u)) / (N' (1 + mean(u)))``
-    over each row. On near-uniform attention (at initialisation, and in
-    some heads of any model) the deviations are tiny next to 1 / N', and
-    subtracting a mean from rounded probabilities loses most of their digits:
-    ResT-Lite's float32 features (initialised weights, 224x320) differed from
-    float64 by 1.4e-4 of their largest value, onnxruntime's (whose ReduceMean
-    rounds a mean of 1e5 elements far more) by 8e-2; both now by 2e-6.
+    Every softmax row sums to one, so a row's mean is exactly ``1 / N'``;
+    with ``u = exp(s - max) - 1`` per element (accurately, :func:`expm1`),
+    ``p - 1 / N' = (u - mean(u)) / (N' (1 + mean(u)))`` over each row. On
+    near-uniform attention (at initialisation, and in some heads of any
+    model) the deviations are tiny next to ``1 / N'``, and subtracting a mean
+    from rounded probabilities loses most of their digits: ResT-Lite's
+    float32 features (initialised weights, 224x320) differed from float64 by
+    1.4e-4 of their largest value, onnxruntime's (whose ReduceMean rounds a
+    mean of 1e5 elements far more) by 8e-2; both now by 2e-6.
 
-    Half-precision scores (under autocast) are normalised in float32, as
+    Half-precision scores (under autocast) are computed in float32, as
     autocast runs softmax and norms: in float16 the squared deviations
     underflow and the gradient of ``rsqrt(... + eps)`` overflows to inf.
     """
-    dtype = scores.dtype
-    scores = scores.to(torch.promote_types(dtype, torch.float32))
+    scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
     shifted = expm1(scores - scores.amax(dim=-1, keepdim=True))
     row_mean = shifted.mean(dim=-1, keepdim=True)
-    centred = (shifted - row_mean) / ((1 + row_mean) * scores.shape[-1])
-    return (centred * torch.rsqrt(centred.square().mean(dim=(-2, -1), keepdim=True) + eps)).to(dtype)
+    return (shifted - row_mean) / ((1 + row_mean) * scores.shape[-1])
+
+
+def mixed_head_plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, transform_conv: nn.Conv2d,
+                               scale: float) -> torch.Tensor:
+    """ResT's multi-head core in plain ops (ONNX's, and countable), for (B, n, N, d) ``q`` and (B, n, N', d)
+    ``k`` and ``v``; (B, n, N, d).
+
+    Computes ``InstanceNorm2d(n)(softmax(transform_conv(scale q k^T))) v``
+    (no affine, no running statistics) as :mod:`.rest_attention` does: every
+    softmax row sums to one, so each (sample, head) map's mean is exactly
+    ``1 / N'`` and its instance norm is :func:`softmax_deviations` times one
+    scalar per map, which scales the (N, d) output instead of the (N, N')
+    map; everything else is row-local. A single-element map gives 0 instead
+    of an error, so that inputs whose last grid is 1x1 work. In a graph of
+    fixed shapes, in the runs of :func:`.plain_attention.attention_runs`: of
+    images, or of queries (the heads are mixed, never split).
+    """
+    dim, length = attention_runs(q, k, leading=1) if run_mode.exports_fixed_shapes() else (-2, q.shape[-2])
+    if dim == -2:
+        return _mixed_head_query_runs(q, k, v, transform_conv, scale, length)
+    return torch.cat([_mixed_head_query_runs(*(t[start:start + length] for t in (q, k, v)), transform_conv, scale,
+                                             q.shape[-2]) for start in range(0, len(q), length)])
+
+
+def _mixed_head_query_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, transform_conv: nn.Conv2d,
+                           scale: float, length: int) -> torch.Tensor:
+    """:func:`mixed_head_plain_attention` with its queries ``length`` at a time."""
+    queries, keys = q.shape[-2], k.shape[-2]
+    keys_t = k.transpose(-1, -2)
+    outputs, square_sums = [], []
+    for start in range(0, queries, length):
+        centred = softmax_deviations(transform_conv(torch.matmul(q[..., start:start + length, :], keys_t) * scale))
+        square_sums.append(centred.square().sum(dim=(-2, -1), keepdim=True))
+        outputs.append(torch.matmul(centred.to(v.dtype), v))
+    out = torch.cat(outputs, dim=-2) if len(outputs) > 1 else outputs[0]
+    norm = torch.rsqrt(sum(square_sums[1:], square_sums[0]) / (queries * keys) + EPS)
+    return out * norm.to(out.dtype)
 
 
 class EfficientMultiHeadAttention(nn.Module):
@@ -168,8 +200,8 @@ class EfficientMultiHeadAttention(nn.Module):
             out = scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
             out = out.transpose(1, 2)
         elif run_mode.traces_plain_ops():  # plain ops: ONNX's, and countable
-            scores = self.transform_conv((q.transpose(1, 2) @ k.permute(0, 2, 3, 1)) * self.scale)
-            out = (softmax_instance_norm(scores) @ v.transpose(1, 2)).transpose(1, 2)
+            out = mixed_head_plain_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                             self.transform_conv, self.scale).transpose(1, 2)
         else:
             out = mixed_head_attention(q, k, v, self.transform_conv.weight, self.transform_conv.bias, self.scale)
         return self.proj(out.reshape(batch, height, width, channels))

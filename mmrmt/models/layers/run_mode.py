@@ -19,6 +19,14 @@ compile or autocast state itself.
   records the forward. Then the export forms: only ops that ONNX has (no
   complex numbers, no ``expm1``), tables computed from the graph's shapes
   instead of read from caches.
+* :func:`exports_fixed_shapes`: an export records the forward inside
+  :func:`fixed_shape_export` (mmrmt's exports of a fixed input size: every
+  shape of the graph is a constant). Then attention computes its queries a
+  few at a time (:func:`.plain_attention.plain_attention`): a runtime holds
+  every tensor of a graph whole, and a graph of one detection-sized image
+  would otherwise hold attention logits of hundreds of MB at once, which
+  eager's fused attention never materialises. A graph that accepts other
+  sizes cannot (the chunks' bounds would be the traced size's).
 * :func:`is_compiling`: dynamo traces the forward (``torch.compile``,
   ``torch.export``); checks that read tensor values in Python are skipped.
 * :func:`autocast_dtype`: the dtype autocast computes a tensor's matmuls
@@ -48,6 +56,10 @@ ONNX dynamo, torch.export  caller          yes               yes           yes  
 torch.compile              caller          -                 -             yes           as eager
 =========================  ==============  ================  ============  ============  ====================
 
+:func:`exports_fixed_shapes` answers as :func:`is_exporting` inside
+:func:`fixed_shape_export` (``export_onnx`` without ``dynamic``, mmdeploy
+conversions with a static deploy config) and no everywhere outside it.
+
 Autocast (CUDA float16 / bfloat16, CPU bfloat16) is orthogonal to every row:
 :func:`autocast_dtype` gives its dtype for tensors of its device type, and
 the autograd Functions compute in it as autocast would.
@@ -68,7 +80,8 @@ Two combinations used to differ from site to site and are decided here once:
   draws belong to the whole batch, so a train-mode forward is one function
   of the batch, with or without grad.
 """
-from typing import Optional
+from contextlib import contextmanager
+from typing import Iterator, Optional
 
 import torch
 
@@ -87,6 +100,32 @@ def keeps_autograd() -> bool:
 def is_exporting() -> bool:
     """True while ``torch.onnx.export`` (either exporter) or ``torch.export`` records the forward."""
     return torch.onnx.is_in_onnx_export() or torch.compiler.is_exporting()
+
+
+#: Whether the exports being recorded write graphs of fixed shapes (see :func:`fixed_shape_export`): a
+#: module global, which dynamo reads as a constant.
+_fixed_shape_export = False
+
+
+@contextmanager
+def fixed_shape_export() -> Iterator[None]:
+    """Within the context, an export records a graph of fixed shapes (see :func:`exports_fixed_shapes`).
+
+    The exporter's caller knows whether the graph takes one input size only
+    (no dynamic axes); the layers cannot tell it from the traced tensors.
+    """
+    global _fixed_shape_export
+    outer, _fixed_shape_export = _fixed_shape_export, True
+    try:
+        yield
+    finally:
+        _fixed_shape_export = outer
+
+
+def exports_fixed_shapes() -> bool:
+    """True while an export (see :func:`is_exporting`) records a graph of fixed shapes, inside
+    :func:`fixed_shape_export`."""
+    return is_exporting() and _fixed_shape_export
 
 
 def traces_plain_ops() -> bool:

@@ -48,6 +48,7 @@ class Recorder(nn.Module):
                             traces_plain_ops=run_mode.traces_plain_ops(),
                             is_exporting=run_mode.is_exporting(), is_compiling=run_mode.is_compiling(),
                             chunks_cpu_inference=run_mode.chunks_cpu_inference(x, self.training),
+                            exports_fixed_shapes=run_mode.exports_fixed_shapes(),
                             autocast_dtype=run_mode.autocast_dtype(x)))
         return x * self.weight
 
@@ -177,6 +178,22 @@ def check_row(row: str, runs: List[Run], autocast: Optional[torch.dtype]) -> Non
 @pytest.mark.parametrize('row', list(RUNS))
 def test_every_cell_of_the_matrix(row, autocast):
     check_row(row, RUNS[row], autocast)
+
+
+@pytest.mark.parametrize('row', list(RUNS))
+def test_exports_of_fixed_shapes_are_the_exports_inside_their_context(row):
+    """exports_fixed_shapes answers as is_exporting inside fixed_shape_export, and no outside it."""
+    run = RUNS[row][0]
+    outside = answers_of(run, False, False, None)
+    with run_mode.fixed_shape_export():
+        inside = answers_of(run, False, False, None)
+        with run_mode.fixed_shape_export():
+            nested = answers_of(run, False, False, None)
+        assert answers_of(run, False, False, None) == inside, 'a nested context ended the outer one'
+    after = answers_of(run, False, False, None)
+    assert not outside['exports_fixed_shapes'] and not after['exports_fixed_shapes']
+    assert inside['exports_fixed_shapes'] == nested['exports_fixed_shapes'] == inside['is_exporting']
+    assert inside['is_exporting'] == (documented_matrix()[row]['is_exporting'] == 'yes')
 
 
 @pytest.mark.slow
