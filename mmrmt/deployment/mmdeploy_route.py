@@ -18,11 +18,13 @@ computed as mmdet's; box edges left in the padding by a RetinaNet);
 image resized to fill the input (``onnx_config.input_shape``) both clip at
 the same edges.
 """
+from contextlib import nullcontext
 from typing import Optional
 
 import torch
 from mmengine.config import Config
 
+from mmrmt.models.layers import run_mode
 from .mmdeploy_parity import Parity, prediction_parity
 from .mmdeploy_rewriters import torchscript_exporter
 
@@ -58,9 +60,15 @@ def save_initialised_weights(deploy_cfg: Config, model_cfg: Config, path: str, d
 
 def convert(deploy_cfg: Config, model_cfg: Config, image: str, work_dir: str, weights: Optional[str] = None,
             device: str = 'cpu') -> None:
-    """Write ``onnx_config.save_file`` of ``deploy_cfg`` into ``work_dir`` (``mmdeploy.apis.torch2onnx``)."""
+    """Write ``onnx_config.save_file`` of ``deploy_cfg`` into ``work_dir`` (``mmdeploy.apis.torch2onnx``).
+
+    A static deploy config (no ``onnx_config.dynamic_axes``) gives a graph of
+    fixed shapes, whose attention computes its queries a few at a time
+    (:func:`mmrmt.models.layers.run_mode.fixed_shape_export`).
+    """
     from mmdeploy.apis import torch2onnx
-    with torchscript_exporter():
+    shapes = nullcontext() if deploy_cfg.onnx_config.get('dynamic_axes') else run_mode.fixed_shape_export()
+    with torchscript_exporter(), shapes:
         torch2onnx(image, work_dir, deploy_cfg.onnx_config.save_file, deploy_cfg, model_cfg, weights, device)
 
 

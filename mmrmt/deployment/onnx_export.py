@@ -2,10 +2,12 @@
 import os.path as osp
 import tempfile
 import warnings
+from contextlib import nullcontext
 from typing import Optional, Tuple
 
 import torch
 
+from mmrmt.models.layers import run_mode
 from mmrmt.utils import replaced_atomically
 from .export_forms import export_forms
 from .image_scan import scan_over_images
@@ -68,7 +70,8 @@ def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: 
         return
     model.eval()
     names = dict(input_names=model.input_names, output_names=model.output_names(*inputs))
-    with replaced_atomically(path) as temporary, torch.no_grad(), export_forms(model.model, opset), \
+    shapes = nullcontext() if dynamic else run_mode.fixed_shape_export()
+    with replaced_atomically(path) as temporary, torch.no_grad(), export_forms(model.model, opset), shapes, \
             warnings.catch_warnings():
         warnings.filterwarnings('ignore', category=torch.jit.TracerWarning)
         warnings.filterwarnings('ignore', message='You are using the legacy TorchScript')

@@ -195,3 +195,20 @@ def test_parity_catches_moved_boxes_and_flipped_pixels():
         other.view(-1)[:changed] = 1
         problems = prediction_parity([segmentation], [SegDataSample(pred_sem_seg=PixelData(data=other))]).problems
         assert (problems == []) == right, problems
+
+
+@pytest.mark.parametrize('deploy_cfg,fixed', [('detection_onnxruntime_static.py', True),
+                                              ('detection_onnxruntime_dynamic.py', False)])
+def test_static_deploy_configs_convert_to_graphs_of_fixed_shapes(deploy_cfg, fixed, monkeypatch):
+    """A static config's graph takes one size: its attention may take the queries a few at a time
+    (run_mode.fixed_shape_export); a dynamic config's must not."""
+    import mmdeploy.apis
+
+    from mmrmt.deployment import mmdeploy_route
+    from mmrmt.models.layers import run_mode
+    monkeypatch.setattr(run_mode, 'is_exporting', lambda: True)  # what the layers see while mmdeploy exports
+    seen = []
+    monkeypatch.setattr(mmdeploy.apis, 'torch2onnx', lambda *args: seen.append(run_mode.exports_fixed_shapes()))
+    mmdeploy_route.convert(Config.fromfile(str(DEPLOY / deploy_cfg)), Config(), 'image.jpg', 'work_dir')
+    assert seen == [fixed]
+    assert not run_mode.exports_fixed_shapes()

@@ -1,0 +1,67 @@
+"""A graph of fixed shapes holds no attention logits over the export budget (its attention takes the
+queries a few at a time) and computes torch's outputs in onnxruntime; a graph that takes any size
+keeps one pass (run bounds traced at one size would be wrong at another)."""
+import importlib
+from typing import List, Optional
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from mmdet.registry import MODELS
+
+from mmrmt.deployment import TensorModeModel, export_onnx, verification_inputs
+from mmrmt.deployment.image_chunks import graph_inputs, inferred_graph, known_shape, shape_skeleton
+from helpers.backbones import REST_TINY, RMT_TINY
+from helpers.runtime_bounds import assert_runtime_within_format
+
+attention_module = importlib.import_module('mmrmt.models.layers.plain_attention')
+SIZE = (96, 128)
+BATCH = 2
+#: Decomposed and full MaSA; ResT's single head (plain attention) and mixed heads (instance norm).
+BACKBONES = {'rmt': dict(type='RMT', arch=RMT_TINY), 'rest': dict(type='ResT', arch=REST_TINY)}
+#: The ops whose input is an attention's (B, ..., queries, keys) logits: RMT's and ResT's single-head
+#: softmax; ResT's mixed heads, whose deviations start from expm1, exported with tanh.
+LOGITS_CONSUMERS = ('Softmax', 'Tanh')
+
+
+def attention_logits_bytes(path: str) -> List[Optional[int]]:
+    """Bytes of each attention logits tensor of the graph at ``SIZE``, by ONNX's shape inference (None
+    where it leaves a dimension unknown: in dynamic graphs)."""
+    skeleton = onnx.load(path)
+    name = graph_inputs(skeleton)[0].name
+    shape_skeleton(skeleton)
+    graph = inferred_graph(skeleton, name, (BATCH, 3, *SIZE))
+    shapes = {value.name: known_shape(value) for value in graph.value_info}
+    logits = [shapes[node.input[0]] for node in graph.node if node.op_type in LOGITS_CONSUMERS]
+    return [None if shape is None else int(np.prod(shape)) * 4 for shape in logits]
+
+
+@pytest.fixture(scope='module', params=list(BACKBONES))
+def model(request):
+    torch.manual_seed(0)
+    network = MODELS.build(BACKBONES[request.param])
+    network.init_weights()
+    return TensorModeModel(network.eval())
+
+
+def test_fixed_shape_graph_attends_in_query_runs_within_the_budget(model, tmp_path, monkeypatch):
+    inputs = model.example_inputs(*SIZE, batch=BATCH)
+    export_onnx(model, inputs, str(tmp_path / 'one_pass.onnx'))  # a tiny model: within the default budget
+    one_pass = attention_logits_bytes(str(tmp_path / 'one_pass.onnx'))
+    assert one_pass and None not in one_pass
+    budget = max(one_pass) // 4
+    monkeypatch.setattr(attention_module, 'EXPORT_LOGITS_BYTES', budget)
+    monkeypatch.setattr(attention_module, 'LOGITS_OVER_QUERIES', 0)  # the budget alone
+    export_onnx(model, inputs, str(tmp_path / 'runs.onnx'))
+    runs = attention_logits_bytes(str(tmp_path / 'runs.onnx'))
+    assert max(runs) <= budget < max(one_pass)
+    assert sum(runs) == sum(one_pass)  # every query attended once, in more, smaller runs
+    assert len(runs) > len(one_pass)
+    assert_runtime_within_format(model, str(tmp_path / 'runs.onnx'),
+                                 verification_inputs(model, [SIZE], BATCH, picture_batch=BATCH))
+
+    export_onnx(model, inputs, str(tmp_path / 'dynamic.onnx'), dynamic=True)
+    dynamic = attention_logits_bytes(str(tmp_path / 'dynamic.onnx'))
+    assert len(dynamic) == len(one_pass)  # one pass each, of the logits' sizes where shape inference knows them
+    assert all(size in (None, expected) for size, expected in zip(dynamic, one_pass))
