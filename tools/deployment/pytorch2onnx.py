@@ -40,13 +40,15 @@ DEPLOY_HINT = 'install the deploy extra: pip install -e ".[deploy]"'
 #: bits: 2^-8 per rounded GEMM / conv input, adding up like a random walk over ~100 such layers,
 #: 2^-8 * sqrt(100) = 4e-2.
 DEFAULT_TOLERANCE = {'f32': 1e-4, 'bf16': 5e-2}
+#: Seed of the initialised weights exported without --weights.
+INIT_SEED = 0
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config', help='config file')
     parser.add_argument('--weights', help='checkpoint to load (default: initialised weights, no '
-                        'pretrained backbone)')
+                        f'pretrained backbone, drawn from seed {INIT_SEED}: the same in every export of a config)')
     parser.add_argument('--shape', type=int, nargs=2, required=True, metavar=('H', 'W'),
                         help='input size the graph is traced at')
     parser.add_argument('--batch', type=int,
@@ -142,18 +144,22 @@ def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
     """The config's model on the CPU in eval mode, BN for SyncBN, with ``weights`` loaded strictly.
 
     Without ``weights``: the initialisation a training run starts from, but
-    for the backbone's pretrained checkpoint (nothing is downloaded).
+    for the backbone's pretrained checkpoint (nothing is downloaded), drawn
+    from seed :data:`INIT_SEED`: two exports of one config hold the same
+    weights (so that their outputs can be compared).
     """
     cfg.model.backbone.pop('init_cfg', None)
-    model = build_cpu_model(cfg)
     if weights is None:
-        with quiet_mmengine_log():
+        with torch.random.fork_rng(), quiet_mmengine_log():
+            torch.manual_seed(INIT_SEED)
+            model = build_cpu_model(cfg)
             model.init_weights()
-    else:
-        try:
-            load_model_weights(model, weights)
-        except ValueError as error:
-            raise PreflightError(f'--weights {error}') from error
+        return model.eval()
+    model = build_cpu_model(cfg)
+    try:
+        load_model_weights(model, weights)
+    except ValueError as error:
+        raise PreflightError(f'--weights {error}') from error
     return model.eval()
 
 
