@@ -13,6 +13,7 @@ from helpers.tool_modules import exit_line, import_tool
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, run_tool, tool_env
 
 TOOL = 'analysis_tools/benchmark.py'
+REST_CONFIG = REPO / 'configs' / 'rest' / 'retinanet_rest-small_fpn_ms-1x_coco.py'
 benchmark = import_tool('tools/analysis_tools/benchmark.py')
 pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
 ROW = re.compile(r'^\| (\w+) \| (infer|train) \| ([\d.]+) \| ([\d.]+) \| (\d+) \| ([\d.]+)x \| ([\d.]+)x \|$',
@@ -70,10 +71,21 @@ def test_whole_model_of_a_config_trains_and_predicts():
     (['--backbone', 'resmlp-12', '--impl', 'reference'],
      '--impl reference: ResMLP has one implementation, give --impl fast or no --impl (--impl compares the '
      'forms of RMT).'),
+    ([str(REST_CONFIG), '--impl', 'fast', 'reference'],
+     "--impl reference: ResT has one implementation, give --impl fast or no --impl (--impl compares the forms "
+     "of RMT); compare ResT with the authors' code through --upstream-repo CLONE."),
 ])
 def test_refused_arguments_are_one_line_before_any_worker(args, message, capsys):
     assert exit_line(benchmark.main, args) == f'error: {message}'
     assert capsys.readouterr().out == ''
+
+
+def test_whole_model_of_another_backbone_than_rmt_takes_impl_fast():
+    """--impl fast names the one implementation of ResT, as with --backbone (its config has no impl)."""
+    result = run_tool([TOOL, REST_CONFIG, '--impl', 'fast', '--shape', '64', '64', '--batch', '1',
+                       '--mode', 'infer', '--repeats', '1', '--warmup', '0'])
+    check_ok(result)
+    assert set(rows(result.stdout)) == {('fast', 'infer')}
 
 
 def test_bad_arguments_are_clear_errors():

@@ -146,6 +146,22 @@ def check_backbone(name: str, impls: List[Optional[str]]) -> None:
         backbone, _ = parse_backbone(name)
     except ValueError as error:
         raise PreflightError(str(error)) from error
+    check_impls(backbone, impls)
+
+
+def backbone_type(config) -> str:
+    """The registered name of a config's backbone type ('RMT' for 'RMT' or 'mmrmt.RMT')."""
+    kind = config.model.backbone.type
+    return (kind if isinstance(kind, str) else kind.__name__).rpartition('.')[2]
+
+
+def check_impls(backbone: str, impls: List[Optional[str]]) -> None:
+    """Fail unless each of ``impls`` is an implementation of the backbone type ``backbone``.
+
+    Raises:
+        PreflightError: One line naming the problem.
+    """
+    from mmrmt.utils import PreflightError
     others = [impl for impl in impls if impl not in (None, 'fast')]
     if backbone != 'RMT' and others:
         compare = ("; compare ResT with the authors' code through --upstream-repo CLONE"
@@ -166,6 +182,7 @@ def check_args(args: argparse.Namespace) -> None:
     if args.config is not None:
         config = read_config(args.config)  # here, in one line: the workers that build its model would die of it
         check_cpu_amp(args, config)
+        check_impls(backbone_type(config), args.impl)
     if args.device == 'cuda' and not torch.cuda.is_available():
         raise PreflightError('--device cuda, but torch sees no CUDA device.')
     if args.device not in ('cpu', 'cuda'):
@@ -333,7 +350,7 @@ def build_whole_model(config: str, impl: Optional[str]) -> Tuple[torch.nn.Module
     scope = cfg.get('default_scope', 'mmdet')
     if scope not in ('mmdet', 'mmseg'):
         raise ValueError(f"{config}: default_scope must be 'mmdet' or 'mmseg', got {scope!r}.")
-    if impl is not None:
+    if impl is not None and backbone_type(cfg) == 'RMT':  # ResT's and ResMLP's one implementation: 'fast' or None
         cfg.model.backbone.impl = impl
     cfg.model.backbone.pop('init_cfg', None)  # random weights: no download, same speed
     return build_cpu_model(cfg), scope
