@@ -37,7 +37,7 @@ def logits_shape(q: torch.Tensor, k: torch.Tensor) -> Tuple[int, ...]:
 
 
 def attention_runs(q: torch.Tensor, k: torch.Tensor, leading: Optional[int] = None,
-                   logits_bytes: Optional[int] = None) -> Tuple[int, int]:
+                   logits_bytes: Optional[int] = None, queries_unit: int = 1) -> Tuple[int, int]:
     """Where and how finely to split the attention of ``q`` (..., Lq, d) against ``k`` (..., Lk, d) for
     each run's logits to take at most ``logits_bytes`` (by default :data:`EXPORT_LOGITS_BYTES` or
     :data:`LOGITS_OVER_QUERIES` times the bytes of ``q``, the more).
@@ -47,8 +47,9 @@ def attention_runs(q: torch.Tensor, k: torch.Tensor, leading: Optional[int] = No
     dim's size: one pass). The first of the logits' first ``leading``
     leading dims (all by default) whose single slices fit is split, from the
     left: its slices are contiguous and the products keep their shapes.
-    Failing that the queries are (:data:`QUERIES`), at least one a run. The
-    runs are as few as fit, of equal length.
+    Failing that the queries are (:data:`QUERIES`), in multiples of
+    ``queries_unit`` (which must divide Lq; e.g. the queries of one grid
+    row), at least one unit a run. The runs are as few as fit, of equal length.
     """
     if logits_bytes is None:
         logits_bytes = max(EXPORT_LOGITS_BYTES, LOGITS_OVER_QUERIES * q.numel() * q.element_size())
@@ -59,10 +60,12 @@ def attention_runs(q: torch.Tensor, k: torch.Tensor, leading: Optional[int] = No
     rank = len(shape)
     leading = rank - 2 if leading is None else leading
     for dim in [*range(-rank, -rank + leading), QUERIES]:
-        slices_a_run = logits_bytes // (total // shape[dim])
-        if slices_a_run >= 1 or dim == QUERIES:
-            runs = math.ceil(shape[dim] / max(1, slices_a_run))
-            return dim, math.ceil(shape[dim] / runs)
+        unit = queries_unit if dim == QUERIES else 1
+        units = shape[dim] // unit
+        units_a_run = logits_bytes // (total // units)
+        if units_a_run >= 1 or dim == QUERIES:
+            runs = math.ceil(units / max(1, units_a_run))
+            return dim, math.ceil(units / runs) * unit
 
 
 def run_of(t: Optional[torch.Tensor], dim: int, start: int, length: int) -> Optional[torch.Tensor]:

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...layers import norm_then_project, plain_attention, run_mode
+from ...layers import attention_runs, norm_then_project, plain_attention, run_mode
 from .attention import ManhattanSelfAttention
 from .fast_relative_position import FastManhattanRelPos, FastTables, apply_rotary_signed, rotate_qk
 
@@ -20,6 +20,36 @@ def softmax_(logits: torch.Tensor) -> torch.Tensor:
         return torch.softmax(logits, dim=-1)
     logits = logits.sub_(logits.amax(dim=-1, keepdim=True)).exp_()
     return logits.div_(logits.sum(dim=-1, keepdim=True))
+
+
+def attention_by_grid_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask_h: torch.Tensor,
+                           mask_w: torch.Tensor, scale: float) -> torch.Tensor:
+    """Full MaSA's ``softmax(scale q k^T + log-decay) v`` in plain ops, with the Manhattan log-decay
+    added as its row and column terms; (B, n, hw, d) ``q``, ``k``, ``v`` of an (h, w) grid in, as ``q`` out.
+
+    The log-decay of tokens (y, x) and (y', x') is ``decay_n (|y - y'| +
+    |x - x'|)``: ``mask_h`` (1, n, h, h) plus ``mask_w`` (1, n, w, w), added
+    to the logits viewed as (B, n, h, w, h, w), so that no (hw, hw) table
+    exists (a runtime would fold one into a constant per block: 462 MB
+    each of RMT-T's stage-3 blocks at 800x1216). In a graph of fixed shapes
+    the queries attend a few grid rows at a time
+    (:func:`.plain_attention.attention_runs`).
+    """
+    batch, heads, length, _ = q.shape
+    height, width = mask_h.shape[-1], mask_w.shape[-1]
+    run_queries = attention_runs(q, k, leading=0, queries_unit=width)[1] if run_mode.exports_fixed_shapes() \
+        else length
+    q = q * scale
+    keys_t = k.transpose(-1, -2)
+    runs = []
+    for start in range(0, length, run_queries):  # whole grid rows: (y, x) for y in rows, every x
+        mask_rows = mask_h if run_queries == length else mask_h[:, :, start // width:(start + run_queries) // width]
+        logits = torch.matmul(q[..., start:start + run_queries, :], keys_t)
+        logits = logits.reshape(batch, heads, mask_rows.shape[2], width, height, width)
+        logits = logits + mask_rows[:, :, :, None, :, None] + mask_w[:, :, None, :, None, :]
+        weights = torch.softmax(logits.reshape(batch, heads, -1, height * width), dim=-1)
+        runs.append(torch.matmul(weights, v))
+    return torch.cat(runs, dim=-2) if len(runs) > 1 else runs[0]
 
 
 class FastManhattanSelfAttention(ManhattanSelfAttention):
@@ -72,8 +102,9 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         copy in the graph), rotated channels-last (B, h, w, n, d), then each
         moved once into the layout of each pass: onnxruntime's MatMul takes
         dense operands only, so each layout change is a Transpose node. The
-        attention is :func:`plain_attention` over 5-D operands (ONNX ops of
-        opset 11 on; SDPA would need 14 and be written as the same nodes).
+        decomposed attention is :func:`plain_attention` over 5-D operands
+        (ONNX ops of opset 11 on; SDPA would need 14 and be written as the
+        same nodes), the full one :func:`attention_by_grid_rows`.
         """
         batch, height, width, channels = x.shape
         q, k, v = norm_then_project(x, norm, [(self.q_proj.weight, self.q_proj.bias),
@@ -93,7 +124,7 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         else:  # all tokens over (B, n, hw, d)
             q, k, v = (t.reshape(batch, height * width, self.num_heads, self.head_dims).transpose(1, 2)
                        for t in (q, k, v))
-            out = plain_attention(q, k, v, tables.mask, self.scale).transpose(1, 2)
+            out = attention_by_grid_rows(q, k, v, tables.mask_h, tables.mask_w, self.scale).transpose(1, 2)
         return self.out_proj(context + out.reshape(batch, height, width, channels))
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,

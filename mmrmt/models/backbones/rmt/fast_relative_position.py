@@ -43,7 +43,7 @@ class FastTables(NamedTuple):
     to broadcast over heads-major (2, B, n, h, w, ...) q and k; ``mask_w``
     is (1, n, w, w) and ``mask_h`` (1, n, h, h). Full stages: rotary tables
     of (h, w, 1, 1, ...), for channels-last (B, h, w, 2, n, ...); ``mask`` is
-    (1, n, hw, hw).
+    (1, n, hw, hw). Exported, every stage gets the decomposed stages' tables.
     """
     rotation: Optional[torch.Tensor] = None
     cos: Optional[torch.Tensor] = None
@@ -98,9 +98,11 @@ class FastManhattanRelPos(ManhattanRelPos):
         self._cache_source: Optional[tuple] = None  # copies of (angle, decay) the cache was built from
 
     def fast_tables(self, height: int, width: int, decomposed: bool, dtype: torch.dtype) -> FastTables:
-        """The tables of a (height, width) grid in ``dtype``, cached; exported, real and uncached."""
+        """The tables of a (height, width) grid in ``dtype``, cached; exported, real, uncached and with the
+        1-D decays ``mask_h`` and ``mask_w`` for full stages too (the export form adds them to the logits
+        by grid row and column, instead of reading an (hw, hw) table)."""
         if run_mode.is_exporting():  # ops of the graph, from its (possibly symbolic) grid size
-            return self._build_fast_tables(height, width, decomposed, dtype, complex_rotary=False)
+            return self._build_fast_tables(height, width, True, dtype, complex_rotary=False)
         if self._cache_is_stale():
             self._cache.clear()
             with torch.inference_mode(False):
