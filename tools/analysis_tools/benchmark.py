@@ -8,7 +8,11 @@ second, and the peak memory the iterations added on top of the built model
 and its input — on CPU the growth of the process's peak resident set
 (``VmHWM``, reset after the build through ``/proc/self/clear_refs``), on
 CUDA ``torch.cuda.max_memory_allocated`` over the allocation after the
-build. Ratios compare each implementation with the reference one.
+build. Ratios compare each implementation with the reference one. ``process
+peak MB`` is the worker's peak resident set over its whole life: its
+imports, the build (for an exported file, the runtime's graph optimisation,
+which folds what depends only on the input size into constants) and the
+iterations.
 
 ``--impl`` compares RMT's implementations; ResT and ResMLP have one
 (``--impl fast`` or none). ResT is compared with the authors' step-by-step
@@ -495,8 +499,10 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
 
 
 def serve(conn, iteration, device: str) -> None:
-    """Report 'ready', time one ``iteration()`` per 'step', then send the peak memory added and
-    the last iteration's outputs (numpy arrays; None for iterations that return none)."""
+    """Report 'ready', time one ``iteration()`` per 'step', then send the peak memory added, the
+    process's peak resident set and the last iteration's outputs (numpy arrays; None for iterations
+    that return none)."""
+    build_peak = proc_status_kb('VmHWM') * 1024  # imports and the build (a runtime's graph optimisation)
     baseline = peak_baseline(device)
     conn.send('ready')
     outputs = None
@@ -505,13 +511,16 @@ def serve(conn, iteration, device: str) -> None:
         outputs = iteration()
         conn.send(time.perf_counter() - start)
     peak = peak_now(device) - baseline
-    conn.send((peak, None if outputs is None else [output.numpy() if isinstance(output, torch.Tensor) else output
-                                                   for output in outputs]))
+    process_peak = max(build_peak, proc_status_kb('VmHWM') * 1024)
+    arrays = None if outputs is None else [output.numpy() if isinstance(output, torch.Tensor) else output
+                                           for output in outputs]
+    conn.send((peak, process_peak, arrays))
 
 
 # --- parent side ----------------------------------------------------------------
-def run_mode(args: argparse.Namespace, mode: str) -> Dict[str, Tuple[float, int, Optional[list]]]:
-    """Median seconds, peak bytes and last outputs of each contender, by label, interleaved."""
+def run_mode(args: argparse.Namespace, mode: str) -> Dict[str, Tuple[float, int, int, Optional[list]]]:
+    """Median seconds, peak bytes added, process peak bytes and last outputs of each contender, by label,
+    interleaved."""
     context = mp.get_context('spawn')
     workers = {}
     for contender in contenders(args):
@@ -555,17 +564,18 @@ def format_table(args: argparse.Namespace, results: Dict[str, dict]) -> str:
     label = (UPSTREAM_IMPL if args.upstream_repo else 'reference' if 'reference' in args.impl
              else args.impl[0] or 'default')
     error_column = ' error vs float32 |' if args.onnx else ''
-    lines = ['| impl | mode | median s | img/s | peak MB | speed-up vs ' f'{label} | memory vs {label} |'
-             + error_column, '|---|---|---|---|---|---|---|' + '---|' * bool(args.onnx)]
+    lines = ['| impl | mode | median s | img/s | peak MB | speed-up vs ' f'{label} | memory vs {label} | '
+             'process peak MB |' + error_column, '|---|---|---|---|---|---|---|---|' + '---|' * bool(args.onnx)]
     for mode, per_impl in results.items():
-        base_time, base_peak, _ = per_impl[label]
-        references = {runtime is None: per_impl[name][2] for name, _, _, runtime, _ in reversed(contenders(args))}
+        base_time, base_peak, _, _ = per_impl[label]
+        references = {runtime is None: per_impl[name][3] for name, _, _, runtime, _ in reversed(contenders(args))}
         runtimes = {name: runtime for name, _, _, runtime, _ in contenders(args)}
-        for impl, (seconds, peak, outputs) in per_impl.items():
+        for impl, (seconds, peak, process_peak, outputs) in per_impl.items():
             error = f' {output_error(references[runtimes[impl] is None], outputs)} |' if args.onnx else ''
             lines.append(f'| {impl} | {mode} | {seconds:.3f} | {args.batch / seconds:.2f} | '
                          f'{peak / 2**20:.0f} | {base_time / seconds:.2f}x | '
-                         f'{peak / base_peak if base_peak > 0 else float("nan"):.2f}x |' + error)
+                         f'{peak / base_peak if base_peak > 0 else float("nan"):.2f}x | '
+                         f'{process_peak / 2**20:.0f} |' + error)
     return '\n'.join(lines)
 
 
