@@ -6,6 +6,7 @@ from typing import List, Optional
 
 import numpy as np
 import onnx
+import onnxruntime
 import pytest
 import torch
 from mmdet.registry import MODELS
@@ -65,3 +66,23 @@ def test_fixed_shape_graph_attends_in_query_runs_within_the_budget(model, tmp_pa
     dynamic = attention_logits_bytes(str(tmp_path / 'dynamic.onnx'))
     assert len(dynamic) == len(one_pass)  # one pass each, of the logits' sizes where shape inference knows them
     assert all(size in (None, expected) for size, expected in zip(dynamic, one_pass))
+
+
+def test_runtime_folds_no_token_by_token_decay_table_for_full_attention(tmp_path):
+    """RMT's full stages add the Manhattan decay by grid row and column: onnxruntime's optimised
+    graph holds no (tokens, tokens) constant per block (at 800x1216 RMT-T's would be 462 MB each)."""
+    size = (160, 224)  # full stages of 10x14 and 5x7 tokens: no weight or row table is 140 or 35 square
+    torch.manual_seed(0)
+    network = MODELS.build(BACKBONES['rmt'])
+    network.init_weights()
+    model = TensorModeModel(network.eval())
+    path, optimised = str(tmp_path / 'rmt.onnx'), str(tmp_path / 'optimised.onnx')
+    export_onnx(model, model.example_inputs(*size, batch=BATCH), path)
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = optimised
+    onnxruntime.InferenceSession(path, options, providers=['CPUExecutionProvider'])
+    full_grids = [(size[0] // stride) * (size[1] // stride)
+                  for stride, decomposed in zip((4, 8, 16, 32), RMT_TINY['decomposed']) if not decomposed]
+    shapes = [tuple(initializer.dims) for initializer in onnx.load(optimised).graph.initializer]
+    assert shapes and not [shape for shape in shapes if len(shape) >= 2 and shape[-1] == shape[-2] in full_grids]
