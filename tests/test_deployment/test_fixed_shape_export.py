@@ -68,10 +68,14 @@ def test_fixed_shape_graph_attends_in_query_runs_within_the_budget(model, tmp_pa
     assert all(size in (None, expected) for size, expected in zip(dynamic, one_pass))
 
 
-def test_runtime_folds_no_token_by_token_decay_table_for_full_attention(tmp_path):
-    """RMT's full stages add the Manhattan decay by grid row and column: onnxruntime's optimised
-    graph holds no (tokens, tokens) constant per block (at 800x1216 RMT-T's would be 462 MB each)."""
+def test_full_attention_over_the_budget_adds_its_decay_by_grid_rows(tmp_path, monkeypatch):
+    """Where a full stage's (tokens, tokens) decay table would exceed the budget, RMT's export adds the
+    Manhattan decay by grid row and column: onnxruntime's optimised graph holds no such constant per
+    block (at 800x1216 RMT-T's would be 462 MB each), and the outputs are torch's."""
     size = (160, 224)  # full stages of 10x14 and 5x7 tokens: no weight or row table is 140 or 35 square
+    tables = [RMT_TINY['num_heads'][stage] * ((size[0] // 2**(stage + 2)) * (size[1] // 2**(stage + 2)))**2 * 4
+              for stage in (2, 3)]
+    monkeypatch.setattr(attention_module, 'EXPORT_LOGITS_BYTES', min(tables) - 1)
     torch.manual_seed(0)
     network = MODELS.build(BACKBONES['rmt'])
     network.init_weights()
@@ -86,3 +90,4 @@ def test_runtime_folds_no_token_by_token_decay_table_for_full_attention(tmp_path
                   for stride, decomposed in zip((4, 8, 16, 32), RMT_TINY['decomposed']) if not decomposed]
     shapes = [tuple(initializer.dims) for initializer in onnx.load(optimised).graph.initializer]
     assert shapes and not [shape for shape in shapes if len(shape) >= 2 and shape[-1] == shape[-2] in full_grids]
+    assert_runtime_within_format(model, path, verification_inputs(model, [size], BATCH, picture_batch=BATCH))

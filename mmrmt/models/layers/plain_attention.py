@@ -31,6 +31,12 @@ LOGITS_OVER_QUERIES = 4
 QUERIES = -2
 
 
+def within_export_budget(num_bytes: int) -> bool:
+    """Whether a tensor of ``num_bytes`` is no larger than the logits a fixed-shape graph's attention
+    computes at once (:data:`EXPORT_LOGITS_BYTES`)."""
+    return num_bytes <= EXPORT_LOGITS_BYTES
+
+
 def logits_shape(q: torch.Tensor, k: torch.Tensor) -> Tuple[int, ...]:
     """The shape of ``q k^T`` for ``q`` (..., Lq, d) and ``k`` (..., Lk, d): (..., Lq, Lk)."""
     return (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])

@@ -104,7 +104,9 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         dense operands only, so each layout change is a Transpose node. The
         decomposed attention is :func:`plain_attention` over 5-D operands
         (ONNX ops of opset 11 on; SDPA would need 14 and be written as the
-        same nodes), the full one :func:`attention_by_grid_rows`.
+        same nodes), the full one too where its decay is one table, else
+        :func:`attention_by_grid_rows`
+        (:meth:`.FastManhattanRelPos.exports_decay_table`).
         """
         batch, height, width, channels = x.shape
         q, k, v = norm_then_project(x, norm, [(self.q_proj.weight, self.q_proj.bias),
@@ -124,7 +126,8 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         else:  # all tokens over (B, n, hw, d)
             q, k, v = (t.reshape(batch, height * width, self.num_heads, self.head_dims).transpose(1, 2)
                        for t in (q, k, v))
-            out = attention_by_grid_rows(q, k, v, tables.mask_h, tables.mask_w, self.scale).transpose(1, 2)
+            out = (plain_attention(q, k, v, tables.mask, self.scale) if tables.mask is not None
+                   else attention_by_grid_rows(q, k, v, tables.mask_h, tables.mask_w, self.scale)).transpose(1, 2)
         return self.out_proj(context + out.reshape(batch, height, width, channels))
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,

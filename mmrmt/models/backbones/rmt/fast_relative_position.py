@@ -4,7 +4,7 @@ from typing import NamedTuple, Optional
 
 import torch
 
-from ...layers import run_mode
+from ...layers import run_mode, within_export_budget
 from .relative_position import ManhattanRelPos
 
 COMPLEX_DTYPES = {torch.float32: torch.complex64, torch.float64: torch.complex128}
@@ -43,7 +43,8 @@ class FastTables(NamedTuple):
     to broadcast over heads-major (2, B, n, h, w, ...) q and k; ``mask_w``
     is (1, n, w, w) and ``mask_h`` (1, n, h, h). Full stages: rotary tables
     of (h, w, 1, 1, ...), for channels-last (B, h, w, 2, n, ...); ``mask`` is
-    (1, n, hw, hw). Exported, every stage gets the decomposed stages' tables.
+    (1, n, hw, hw); exported, ``mask_h`` and ``mask_w`` instead where
+    :meth:`FastManhattanRelPos.exports_decay_table` says so.
     """
     rotation: Optional[torch.Tensor] = None
     cos: Optional[torch.Tensor] = None
@@ -98,11 +99,11 @@ class FastManhattanRelPos(ManhattanRelPos):
         self._cache_source: Optional[tuple] = None  # copies of (angle, decay) the cache was built from
 
     def fast_tables(self, height: int, width: int, decomposed: bool, dtype: torch.dtype) -> FastTables:
-        """The tables of a (height, width) grid in ``dtype``, cached; exported, real, uncached and with the
-        1-D decays ``mask_h`` and ``mask_w`` for full stages too (the export form adds them to the logits
-        by grid row and column, instead of reading an (hw, hw) table)."""
+        """The tables of a (height, width) grid in ``dtype``, cached; exported, real, uncached and, for
+        full stages, the 1-D decays ``mask_h`` and ``mask_w`` unless :meth:`exports_decay_table`."""
         if run_mode.is_exporting():  # ops of the graph, from its (possibly symbolic) grid size
-            return self._build_fast_tables(height, width, True, dtype, complex_rotary=False)
+            one_dimensional = decomposed or not self.exports_decay_table(height, width, dtype)
+            return self._build_fast_tables(height, width, one_dimensional, dtype, complex_rotary=False)
         if self._cache_is_stale():
             self._cache.clear()
             with torch.inference_mode(False):
@@ -116,6 +117,16 @@ class FastManhattanRelPos(ManhattanRelPos):
             self._evict()
         self._cache.move_to_end(key)
         return tables
+
+    def exports_decay_table(self, height: int, width: int, dtype: torch.dtype) -> bool:
+        """Whether a full stage's export reads its log-decay as one (1, n, hw, hw) table: only in a graph
+        of fixed shapes, where a runtime folds it into a constant per block, and only where that
+        constant takes at most :data:`.plain_attention.EXPORT_LOGITS_BYTES` (RMT-T's stage 3 at
+        16x224x224: 1.2 MB; at 800x1216: 462 MB a block). Otherwise the export form adds its row and
+        column terms by grid rows (:func:`.fast_attention.attention_by_grid_rows`): one broadcast add
+        more over the logits (the RMT-T backbone at 16x224x224 ran 5-8 % slower so in onnxruntime)."""
+        table_bytes = self.decay.numel() * (height * width) ** 2 * torch.finfo(dtype).bits // 8
+        return run_mode.exports_fixed_shapes() and within_export_budget(table_bytes)
 
     def _cache_is_stale(self) -> bool:
         if run_mode.is_compiling():  # dynamo (torch.compile) would break its graph on the comparison
