@@ -136,3 +136,21 @@ def test_roi_pooling_runs_on_reduced_precision_cpu_features_in_float32():
         pooled = extractor(feats, rois)
     assert torch.equal(pooled, extractor(tuple(feat.float() for feat in feats), rois))
     assert 'forward' not in vars(extractor)
+
+
+@pytest.mark.parametrize('logits_bytes', [2**20, 1], ids=['one-run', 'a-grid-row-a-run'])
+def test_rmt_grid_row_attention_equals_attention_with_the_decay_table(logits_bytes, monkeypatch):
+    """Full MaSA with its log-decay added by grid row and column, in one run or a grid row a run,
+    computes the attention with the (hw, hw) Manhattan decay table."""
+    import importlib
+    from mmrmt.models.backbones.rmt import fast_attention, fast_relative_position
+    attention_module = importlib.import_module('mmrmt.models.layers.plain_attention')
+    monkeypatch.setattr(attention_module, 'EXPORT_LOGITS_BYTES', logits_bytes)
+    monkeypatch.setattr(attention_module, 'LOGITS_OVER_QUERIES', 0)
+    relpos = fast_relative_position.FastManhattanRelPos(32, 4, init_value=2.0, heads_range=4.0).double()
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 5 * 7, 8, generator=generator, dtype=torch.float64) for _ in range(3))
+    expected = plain_attention(q, k, v, relpos.decay_2d(5, 7)[None], 0.3)
+    by_rows = fast_attention.attention_by_grid_rows(q, k, v, relpos.decay_1d(5)[None], relpos.decay_1d(7)[None], 0.3)
+    # two float64 computations of q k^T (8 terms), the decay's sum, the softmax and (.) v (35 keys): 4 steps
+    assert_close(by_rows, expected, two_implementations(torch.float64, 35, 4))

@@ -24,26 +24,25 @@ def softmax_(logits: torch.Tensor) -> torch.Tensor:
 
 def attention_by_grid_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask_h: torch.Tensor,
                            mask_w: torch.Tensor, scale: float) -> torch.Tensor:
-    """Full MaSA's ``softmax(scale q k^T + log-decay) v`` in plain ops, with the Manhattan log-decay
-    added as its row and column terms; (B, n, hw, d) ``q``, ``k``, ``v`` of an (h, w) grid in, as ``q`` out.
+    """Full MaSA's ``softmax(scale q k^T + log-decay) v`` for a graph of fixed shapes, in plain ops, with
+    the Manhattan log-decay added as its row and column terms; (B, n, hw, d) ``q``, ``k``, ``v`` of an
+    (h, w) grid in, as ``q`` out.
 
     The log-decay of tokens (y, x) and (y', x') is ``decay_n (|y - y'| +
     |x - x'|)``: ``mask_h`` (1, n, h, h) plus ``mask_w`` (1, n, w, w), added
     to the logits viewed as (B, n, h, w, h, w), so that no (hw, hw) table
-    exists (a runtime would fold one into a constant per block: 462 MB
-    each of RMT-T's stage-3 blocks at 800x1216). In a graph of fixed shapes
-    the queries attend a few grid rows at a time
+    exists for a runtime to fold into a constant per block. The queries
+    attend a few whole grid rows at a time
     (:func:`.plain_attention.attention_runs`).
     """
     batch, heads, length, _ = q.shape
     height, width = mask_h.shape[-1], mask_w.shape[-1]
-    run_queries = attention_runs(q, k, leading=0, queries_unit=width)[1] if run_mode.exports_fixed_shapes() \
-        else length
+    run_queries = attention_runs(q, k, leading=0, queries_unit=width)[1]
     q = q * scale
     keys_t = k.transpose(-1, -2)
     runs = []
     for start in range(0, length, run_queries):  # whole grid rows: (y, x) for y in rows, every x
-        mask_rows = mask_h if run_queries == length else mask_h[:, :, start // width:(start + run_queries) // width]
+        mask_rows = mask_h[:, :, start // width:(start + run_queries) // width]
         logits = torch.matmul(q[..., start:start + run_queries, :], keys_t)
         logits = logits.reshape(batch, heads, mask_rows.shape[2], width, height, width)
         logits = logits + mask_rows[:, :, :, None, :, None] + mask_w[:, :, None, :, None, :]

@@ -43,8 +43,8 @@ class FastTables(NamedTuple):
     to broadcast over heads-major (2, B, n, h, w, ...) q and k; ``mask_w``
     is (1, n, w, w) and ``mask_h`` (1, n, h, h). Full stages: rotary tables
     of (h, w, 1, 1, ...), for channels-last (B, h, w, 2, n, ...); ``mask`` is
-    (1, n, hw, hw); exported, ``mask_h`` and ``mask_w`` instead where
-    :meth:`FastManhattanRelPos.exports_decay_table` says so.
+    (1, n, hw, hw); exported, ``mask_h`` and ``mask_w`` instead unless
+    :meth:`FastManhattanRelPos.exports_decay_table`.
     """
     rotation: Optional[torch.Tensor] = None
     cos: Optional[torch.Tensor] = None
@@ -119,14 +119,22 @@ class FastManhattanRelPos(ManhattanRelPos):
         return tables
 
     def exports_decay_table(self, height: int, width: int, dtype: torch.dtype) -> bool:
-        """Whether a full stage's export reads its log-decay as one (1, n, hw, hw) table: only in a graph
-        of fixed shapes, where a runtime folds it into a constant per block, and only where that
-        constant takes at most :data:`.plain_attention.EXPORT_LOGITS_BYTES` (RMT-T's stage 3 at
-        16x224x224: 1.2 MB; at 800x1216: 462 MB a block). Otherwise the export form adds its row and
-        column terms by grid rows (:func:`.fast_attention.attention_by_grid_rows`): one broadcast add
-        more over the logits (the RMT-T backbone at 16x224x224 ran 5-8 % slower so in onnxruntime)."""
-        table_bytes = self.decay.numel() * (height * width) ** 2 * torch.finfo(dtype).bits // 8
-        return run_mode.exports_fixed_shapes() and within_export_budget(table_bytes)
+        """Whether a full stage's export reads its log-decay as one (1, n, hw, hw) table.
+
+        A graph of fixed shapes does so only where the table takes at most
+        :data:`.plain_attention.EXPORT_LOGITS_BYTES`: a runtime folds it into
+        a constant per block (RMT-T's stage 3 at 16x224x224: 1.2 MB; at
+        800x1216: 462 MB a block, 3.7 GB in all). Larger, the export form
+        adds its row and column terms by grid rows
+        (:func:`.fast_attention.attention_by_grid_rows`), one broadcast add
+        more over the logits (5-8 % slower where the table is small, on the
+        RMT-T backbone at 16x224x224 in onnxruntime). A dynamic graph computes
+        the table in each run and holds whole logits of its size anyway: it
+        reads the table (grid rows made its backbone 26 % slower at 224x224).
+        """
+        if not run_mode.exports_fixed_shapes():
+            return True
+        return within_export_budget(self.decay.numel() * (height * width) ** 2 * torch.finfo(dtype).bits // 8)
 
     def _cache_is_stale(self) -> bool:
         if run_mode.is_compiling():  # dynamo (torch.compile) would break its graph on the comparison
