@@ -29,10 +29,12 @@ def attention_by_grid_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ma
     (h, w) grid in, as ``q`` out.
 
     The log-decay of tokens (y, x) and (y', x') is ``decay_n (|y - y'| +
-    |x - x'|)``: ``mask_h`` (1, n, h, h) plus ``mask_w`` (1, n, w, w), added
-    to the logits viewed as (B, n, h, w, h, w), so that no (hw, hw) table
-    exists for a runtime to fold into a constant per block. The queries
-    attend a few whole grid rows at a time
+    |x - x'|)``: ``mask_w`` (1, n, w, w) added to the logits viewed as
+    (B, n, rows, w, h, w), then ``mask_h`` (1, n, h, h), spread over the
+    key columns, to them viewed as (B, n, rows, w, hw), so that no (hw, hw)
+    table exists for a runtime to fold into a constant per block. (Two
+    constants added to one view are summed into one by OpenVINO: the whole
+    table again.) The queries attend a few whole grid rows at a time
     (:func:`.plain_attention.attention_runs`).
     """
     batch, heads, length, _ = q.shape
@@ -44,9 +46,11 @@ def attention_by_grid_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ma
     for start in range(0, length, run_queries):  # whole grid rows: (y, x) for y in rows, every x
         mask_rows = mask_h[:, :, start // width:(start + run_queries) // width]
         logits = torch.matmul(q[..., start:start + run_queries, :], keys_t)
-        logits = logits.reshape(batch, heads, mask_rows.shape[2], width, height, width)
-        logits = logits + mask_rows[:, :, :, None, :, None] + mask_w[:, :, None, :, None, :]
-        weights = torch.softmax(logits.reshape(batch, heads, -1, height * width), dim=-1)
+        rows = mask_rows.shape[2]
+        logits = logits.reshape(batch, heads, rows, width, height, width) + mask_w[:, :, None, :, None, :]
+        row_terms = mask_rows[..., None].expand(-1, -1, -1, -1, width).reshape(1, heads, rows, 1, length)
+        logits = logits.reshape(batch, heads, rows, width, length) + row_terms
+        weights = torch.softmax(logits.reshape(batch, heads, rows * width, length), dim=-1)
         runs.append(torch.matmul(weights, v))
     return torch.cat(runs, dim=-2) if len(runs) > 1 else runs[0]
 
