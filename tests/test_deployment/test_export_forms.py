@@ -1,5 +1,6 @@
 """The export forms compute what the layers they stand in for compute, and
 ResT's attention deviations keep float32 precision on near-uniform maps."""
+import importlib
 import math
 
 import pytest
@@ -142,7 +143,6 @@ def test_roi_pooling_runs_on_reduced_precision_cpu_features_in_float32():
 def test_rmt_grid_row_attention_equals_attention_with_the_decay_table(logits_bytes, monkeypatch):
     """Full MaSA with its log-decay added by grid row and column, in one run or a grid row a run,
     computes the attention with the (hw, hw) Manhattan decay table."""
-    import importlib
     from mmrmt.models.backbones.rmt import fast_attention, fast_relative_position
     attention_module = importlib.import_module('mmrmt.models.layers.plain_attention')
     monkeypatch.setattr(attention_module, 'EXPORT_LOGITS_BYTES', logits_bytes)
