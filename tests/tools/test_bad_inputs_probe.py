@@ -162,6 +162,8 @@ def rows() -> List[Row]:
                                          '{images_unreadable}'], 'image file(s) are all unreadable'),
         ('deployment/quantize_onnx.py', ['{onnx_whole}', '--config', '{det}', '--out', 'int8.onnx', '--images',
                                          '{no_images}'], 'holds no .jpg, .jpeg, .png or .bmp file'),
+        ('deployment/pytorch2onnx.py', ['{det}', '--shape', '64', '64', '--batch', '4', '--images-per-run', '3',
+                                        '--out', 'm.onnx'], 'give a positive divisor of --batch 4'),
     ]
     for name, line in LOCKS.items():
         table += [('train.py', ['{det}', '--work-dir', '{' + name + '}'], line),
