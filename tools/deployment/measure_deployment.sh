@@ -16,7 +16,8 @@ OUT=${2:-work_dirs/deployment_$(date +%Y%m%d_%H%M%S)}
 THREADS=${3:-2}
 [ -f "$CHECKPOINT" ] || { echo "error: demo checkpoint not found: $CHECKPOINT (make demo writes one)" >&2; exit 1; }
 [ -e "$OUT" ] && { echo "error: $OUT exists; give a new OUT_DIR" >&2; exit 1; }
-mkdir -p "$OUT"
+mkdir -p "$OUT" 2>/dev/null || { echo "error: cannot create $OUT (its folder is not writable); give another OUT_DIR" >&2; exit 1; }
+trap 'rmdir "$OUT" 2>/dev/null || true' EXIT  # a check below that fails leaves no empty OUT_DIR behind
 export OMP_NUM_THREADS=$THREADS
 CPU=(-c 'from mmrmt.deployment.cpu_features import cpu_features; import sys; f = cpu_features()
 print(f"# CPU {f.summary()}" if sys.argv[1:] == ["flags"] else "bf16" * f.bf16)')
@@ -28,6 +29,9 @@ MASK=configs/rmt/mask-rcnn_rmt-t_fpn_1x_coco.py
 RETINA=configs/rmt/retinanet_rmt-t_fpn_1x_coco.py
 BENCH=(tools/analysis_tools/benchmark.py --impl fast --mode infer --threads "$THREADS" --repeats 3 --warmup 1)
 export_graph() { "$PYTHON" tools/deployment/pytorch2onnx.py "$@" | tail -1; }
+
+# the checkpoint before any timing: an unreadable file or another model's weights end here, in one line
+export_graph $DEMO --weights "$CHECKPOINT" --shape 128 128 --out "$OUT/demo.onnx" --verify
 
 echo "## speed (threads $THREADS; load: $(cut -d' ' -f1-3 /proc/loadavg))"
 export_graph $MASK --backbone-only --batch 16 --shape 224 224 --out "$OUT/rmt-t_b16.onnx"
@@ -56,7 +60,6 @@ export_graph $MASK --shape 800 1216 --out "$OUT/mask-rcnn.onnx"
 echo "## accuracy of the demo model ($CHECKPOINT)"
 "$PYTHON" tools/test.py $DEMO "$CHECKPOINT" --work-dir "$OUT/test_torch" > "$OUT/test_torch.log" 2>&1
 grep -o 'coco/bbox_mAP: [0-9.]*.*coco/segm_mAP: [0-9.]*' "$OUT/test_torch.log" | tail -1 | sed 's/^/torch eager: /'
-export_graph $DEMO --weights "$CHECKPOINT" --shape 128 128 --out "$OUT/demo.onnx" --verify
 "$PYTHON" tools/deployment/quantize_onnx.py "$OUT/demo.onnx" --config $DEMO --out "$OUT/demo_int8.onnx" | tail -3
 for runtime in onnxruntime openvino; do
     for precision in f32 $([ $runtime = openvino ] && echo $BF16); do
