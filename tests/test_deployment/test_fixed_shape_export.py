@@ -41,12 +41,27 @@ def attention_logits_bytes(path: str) -> List[Optional[int]]:
     return [None if shape is None else int(np.prod(shape)) * 4 for shape in logits]
 
 
-@pytest.fixture(scope='module', params=list(BACKBONES))
-def model(request):
+def initialised(backbone: dict) -> TensorModeModel:
+    """``backbone`` built and initialised from seed 0, in eval mode."""
     torch.manual_seed(0)
-    network = MODELS.build(BACKBONES[request.param])
+    network = MODELS.build(backbone)
     network.init_weights()
     return TensorModeModel(network.eval())
+
+
+def stage_tokens(size, stage: int) -> int:
+    """The tokens of a pyramid stage (strides 4, 8, 16, 32) at an input ``size``."""
+    return (size[0] // 2**(stage + 2)) * (size[1] // 2**(stage + 2))
+
+
+def decay_table_bytes(arch: dict, size, stage: int) -> int:
+    """The bytes of a full stage's float32 (heads, tokens, tokens) decay table."""
+    return arch['num_heads'][stage] * stage_tokens(size, stage)**2 * 4
+
+
+@pytest.fixture(scope='module', params=list(BACKBONES))
+def model(request):
+    return initialised(BACKBONES[request.param])
 
 
 def test_fixed_shape_graph_attends_in_query_runs_within_the_budget(model, tmp_path, monkeypatch):
@@ -76,21 +91,17 @@ def test_full_attention_over_the_budget_adds_its_decay_by_grid_rows(tmp_path, mo
     Manhattan decay by grid row and column: onnxruntime's optimised graph holds no such constant per
     block (at 800x1216 RMT-T's would be 462 MB each), and the outputs are torch's."""
     size = (160, 224)  # full stages of 10x14 and 5x7 tokens: no weight or row table is 140 or 35 square
-    tables = [RMT_TINY['num_heads'][stage] * ((size[0] // 2**(stage + 2)) * (size[1] // 2**(stage + 2)))**2 * 4
-              for stage in (2, 3)]
+    full_stages = [stage for stage, decomposed in enumerate(RMT_TINY['decomposed']) if not decomposed]
+    tables = [decay_table_bytes(RMT_TINY, size, stage) for stage in full_stages]
     monkeypatch.setattr(attention_module, 'EXPORT_LOGITS_BYTES', min(tables) - 1)
-    torch.manual_seed(0)
-    network = MODELS.build(BACKBONES['rmt'])
-    network.init_weights()
-    model = TensorModeModel(network.eval())
+    model = initialised(BACKBONES['rmt'])
     path, optimised = str(tmp_path / 'rmt.onnx'), str(tmp_path / 'optimised.onnx')
     export_onnx(model, model.example_inputs(*size, batch=BATCH), path)
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     options.optimized_model_filepath = optimised
     onnxruntime.InferenceSession(path, options, providers=['CPUExecutionProvider'])
-    full_grids = [(size[0] // stride) * (size[1] // stride)
-                  for stride, decomposed in zip((4, 8, 16, 32), RMT_TINY['decomposed']) if not decomposed]
+    full_grids = [stage_tokens(size, stage) for stage in full_stages]
     shapes = [tuple(initializer.dims) for initializer in onnx.load(optimised).graph.initializer]
     assert shapes and not [shape for shape in shapes if len(shape) >= 2 and shape[-1] == shape[-2] in full_grids]
     assert_runtime_within_format(model, path, verification_inputs(model, [size], BATCH, picture_batch=BATCH))
@@ -103,10 +114,7 @@ def test_openvino_compiles_no_token_by_token_decay_table(tmp_path):
     resident memory when it did not), and computes torch's outputs."""
     size = (160, 224)
     arch = dict(RMT_TINY, decomposed=[False] * 4)  # a full first stage: 40x56 tokens, a 40 MB table
-    torch.manual_seed(0)
-    network = MODELS.build(dict(type='RMT', arch=arch))
-    network.init_weights()
-    model = TensorModeModel(network.eval())
+    model = initialised(dict(type='RMT', arch=arch))
     path = str(tmp_path / 'rmt.onnx')
     export_onnx(model, model.example_inputs(*size, batch=BATCH), path)
     if refused_in_process(lambda: open_graph(path, 'openvino')):
@@ -115,7 +123,6 @@ def test_openvino_compiles_no_token_by_token_decay_table(tmp_path):
     constant_bytes = sum(math.prod(op.outputs()[0].get_shape()) * op.outputs()[0].get_element_type().size
                          for op in compiled.get_runtime_model().get_ops()
                          if op.get_rt_info()['layerType'].astype(str) == 'Const')
-    table_bytes = arch['num_heads'][0] * ((size[0] // 4) * (size[1] // 4))**2 * 4
-    assert 0 < constant_bytes < table_bytes
+    assert 0 < constant_bytes < decay_table_bytes(arch, size, 0)
     assert_runtime_within_format(model, path, verification_inputs(model, [size], BATCH, picture_batch=BATCH),
                                  'openvino')

@@ -42,12 +42,13 @@ def attention_by_grid_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ma
     run_queries = attention_runs(q, k, leading=0, queries_unit=width)[1]
     q = q * scale
     keys_t = k.transpose(-1, -2)
+    column_terms = mask_w[:, :, None, :, None, :]  # over (B, n, rows, w, h, w)
     runs = []
     for start in range(0, length, run_queries):  # whole grid rows: (y, x) for y in rows, every x
         mask_rows = mask_h[:, :, start // width:(start + run_queries) // width]
         logits = torch.matmul(q[..., start:start + run_queries, :], keys_t)
         rows = mask_rows.shape[2]
-        logits = logits.reshape(batch, heads, rows, width, height, width) + mask_w[:, :, None, :, None, :]
+        logits = logits.reshape(batch, heads, rows, width, height, width) + column_terms
         row_terms = mask_rows[..., None].expand(-1, -1, -1, -1, width).reshape(1, heads, rows, 1, length)
         logits = logits.reshape(batch, heads, rows, width, length) + row_terms
         weights = torch.softmax(logits.reshape(batch, heads, rows * width, length), dim=-1)

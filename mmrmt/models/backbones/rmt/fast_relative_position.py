@@ -134,7 +134,7 @@ class FastManhattanRelPos(ManhattanRelPos):
         """
         if not run_mode.exports_fixed_shapes():
             return True
-        return within_export_budget(self.decay.numel() * (height * width) ** 2 * torch.finfo(dtype).bits // 8)
+        return within_export_budget(self.decay.numel() * (height * width) ** 2 * dtype.itemsize)
 
     def _cache_is_stale(self) -> bool:
         if run_mode.is_compiling():  # dynamo (torch.compile) would break its graph on the comparison
