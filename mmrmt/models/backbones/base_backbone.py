@@ -199,10 +199,6 @@ class PyramidBackbone(BaseModule):
         """
         check_map_input(self, x, self.in_channels, 'in_channels')
 
-    def run_block(self, block: nn.Module, *args) -> torch.Tensor:
-        """Call ``block``, through activation checkpointing when ``with_cp``."""
-        return call_block(block, *args, with_cp=self.with_cp)
-
     def _freeze_stages(self) -> None:
         for module in self._frozen_modules():
             module.eval()

@@ -21,7 +21,7 @@ from mmrmt.checkpoint.converters import resmlp_deit_to_timm
 from mmrmt.registry import register_backbone
 from ..layers import build_norm_layer
 from .arch import BOOL, POSITIVE_INT, POSITIVE_REAL, POWER_OF_TWO, check_arg, resolve_arch
-from .base_backbone import PyramidBackbone, init_linears_and_layer_norms
+from .base_backbone import PyramidBackbone, call_block, init_linears_and_layer_norms
 
 #: Strides of the four pyramid levels.
 LEVEL_STRIDES = (4, 8, 16, 32)
@@ -337,7 +337,7 @@ class ResMLP(PyramidBackbone):
         x = self.stem(x)  # (B, h, w, C)
         outs = []
         for i, block in enumerate(self.blocks):
-            x = self.run_block(block, x)
+            x = call_block(block, x, with_cp=self.with_cp)
             if i in self.out_indices:
                 level = self.out_levels[len(outs)]
                 feature = self.norm(x) if self.norm is not None and i == self.depth - 1 else x

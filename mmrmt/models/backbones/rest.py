@@ -10,6 +10,7 @@ grid is the conv's output, never H // 2) and puts a LayerNorm on every
 emitted feature without feeding it forward (the last stage's is the
 checkpoint's final ``norm``). Parameter names are the upstream ones.
 """
+from functools import partial
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -18,10 +19,11 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import attention_runs, build_norm_layer, norm_then_project, run_mode, scaled_dot_product_attention
+from ..layers import (attention_runs, build_norm_layer, in_image_chunks, norm_then_project, run_mode,
+                      scaled_dot_product_attention)
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
-from .base_backbone import PyramidBackbone
+from .base_backbone import PyramidBackbone, call_block
 from .rest_attention import EPS, mixed_head_attention
 from .rest_mlp import gelu_projection
 
@@ -107,10 +109,9 @@ def softmax_deviations(scores: torch.Tensor) -> torch.Tensor:
     ``p - 1 / N' = (u - mean(u)) / (N' (1 + mean(u)))`` over each row. On
     near-uniform attention (at initialisation, and in some heads of any
     model) the deviations are tiny next to ``1 / N'``, and subtracting a mean
-    from rounded probabilities loses most of their digits: ResT-Lite's
-    float32 features (initialised weights, 224x320) differed from float64 by
-    1.4e-4 of their largest value, onnxruntime's (whose ReduceMean rounds a
-    mean of 1e5 elements far more) by 8e-2; both now by 2e-6.
+    from rounded probabilities loses most of their digits, in torch's float32
+    and more in onnxruntime's (whose ReduceMean rounds long means far more;
+    the figures: docs/deployment.md, "ResT: why it differed by 1e-3").
 
     Half-precision scores (under autocast) are computed in float32, as
     autocast runs softmax and norms: in float16 the squared deviations
@@ -362,26 +363,24 @@ class ResT(PyramidBackbone):
         """The emitted stages of (B, C, H, W) images, each (B, C_i, h_i, w_i).
 
         CPU inference in eval mode (BatchNorm on running statistics, so every
-        image on its own) runs each stage on a few images at a time, so that
-        the stage's MLP hidden map of a chunk stays under
-        :data:`.run_mode.INFERENCE_CHUNK_BYTES`: a whole batch's maps stream through
-        main memory, a chunk's stay in cache.
-        Later stages have smaller maps and larger weights, so they take more
-        images per chunk and their linear layers reuse each weight over more rows.
+        image on its own) runs each stage on a few images at a time
+        (:func:`.image_chunks.in_image_chunks`, by the stage's MLP hidden
+        map): a whole batch's maps stream through main memory, a chunk's stay
+        in cache. Later stages have smaller maps and larger weights, so they
+        take more images per chunk and their linear layers reuse each weight
+        over more rows.
 
         There the convolutions also read and write channels-last memory
         (faster kernels; in training their backward is slower), in which the
         blocks' (B, h, w, C) layout is a free permute.
         """
         self.check_input(x)
-        chunked = run_mode.chunks_cpu_inference(x, self.training)
-        conv_layout = torch.channels_last if chunked else torch.contiguous_format
+        conv_layout = (torch.channels_last if run_mode.chunks_cpu_inference(x, self.training)
+                       else torch.contiguous_format)
         x = x.contiguous(memory_format=conv_layout)
         outs = []
         for i in range(self.out_indices[-1] + 1):
-            chunks = x.tensor_split(self._chunks(i, x)) if chunked else (x, )  # no Split node in a graph
-            parts = [self.stage_forward(i, part) for part in chunks]
-            x = parts[0] if len(parts) == 1 else torch.cat(parts)  # (B, h, w, C)
+            x = in_image_chunks(partial(self.stage_forward, i), x, self._hidden_bytes(i, x), self.training)
             if i in self.out_indices:
                 outs.append(self.emit(i, x))
             x = x.permute(0, 3, 1, 2).contiguous(memory_format=conv_layout)
@@ -391,13 +390,12 @@ class ResT(PyramidBackbone):
         """Patch embedding and blocks of ``stage`` on the previous (B, C, H, W) map; (B, h, w, C) out."""
         x = self.patch_embed(stage)(x).permute(0, 2, 3, 1)
         for block in self.stage(stage):
-            x = self.run_block(block, x)
+            x = call_block(block, x, with_cp=self.with_cp)
         return x
 
-    def _chunks(self, stage: int, x: torch.Tensor) -> int:
-        """How many chunks of images keep ``stage``'s MLP hidden map (of input ``x``) under the budget."""
+    def _hidden_bytes(self, stage: int, x: torch.Tensor) -> int:
+        """The bytes of one image's MLP hidden map in ``stage`` (of input ``x``)."""
         blocks = self.stage(stage)
         channels = blocks[0].mlp.fc1.out_features if len(blocks) else self.embed_dims[stage]
         stride = 4 if stage == 0 else 2
-        image_bytes = channels * -(-x.shape[2] // stride) * -(-x.shape[3] // stride) * x.element_size()
-        return -(-x.shape[0] // run_mode.inference_chunk_images(image_bytes))
+        return channels * -(-x.shape[2] // stride) * -(-x.shape[3] // stride) * x.element_size()

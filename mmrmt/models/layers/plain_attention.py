@@ -24,8 +24,8 @@ from .run_mode import exports_fixed_shapes, is_exporting
 EXPORT_LOGITS_BYTES = 16 * 2**20
 #: A run's logits may take this many times the bytes of the queries: the graph holds maps of their
 #: size anyway (q, k, v; the block's MLP hidden map has 3-4 times as many bytes). Runs of smaller
-#: logits save little of the peak and cost a copy of each operand and of the output (the RMT-T
-#: backbone at 16x224x224 ran 8 % slower in onnxruntime with 16 MiB runs, for 23 % less peak memory).
+#: logits save little of the peak and cost a copy of each operand and of the output (measured in
+#: docs/deployment.md, "Peak memory of one large image").
 LOGITS_OVER_QUERIES = 4
 #: The dim of the logits (..., queries, keys) that holds the queries.
 QUERIES = -2

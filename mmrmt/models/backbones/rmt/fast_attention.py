@@ -14,7 +14,7 @@ def softmax_(logits: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dim, in place.
 
     Rows shorter than 16 elements are exponentiated and normalised by hand:
-    torch's CPU softmax kernel takes ~6x as long on them (14-long rows).
+    torch's CPU softmax kernel is slower on them (docs/benchmark.md).
     """
     if logits.shape[-1] >= 16:
         return torch.softmax(logits, dim=-1)

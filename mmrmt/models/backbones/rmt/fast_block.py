@@ -1,29 +1,12 @@
 """RMT's block and stem in their fast forms: same parameters, lean residuals, CPU image chunks."""
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 from torch import nn
 
-from ...layers import run_mode
+from ...layers import in_image_chunks, run_mode
 from .block import RMTBlock, layer_scaled
 from .fast_relative_position import FastManhattanRelPos
-
-
-def in_image_chunks(function: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
-                    bytes_per_image: int, training: bool) -> torch.Tensor:
-    """``function(x)``; in CPU inference on as many images at a time as fit the chunk budget.
-
-    Only for functions that treat the images of a batch independently (in
-    eval mode). Outside CPU inference (:func:`.run_mode.chunks_cpu_inference`:
-    in train mode, with autograd, off the CPU, traced or exported): the whole
-    batch at once.
-    """
-    if not run_mode.chunks_cpu_inference(x, training):
-        return function(x)
-    step = run_mode.inference_chunk_images(bytes_per_image)
-    if step >= x.shape[0]:
-        return function(x)
-    return torch.cat([function(part) for part in x.split(step)])
 
 
 class FastRMTBlock(RMTBlock):
@@ -33,9 +16,10 @@ class FastRMTBlock(RMTBlock):
     recomputed in backward), the CPE's residual is folded into its kernel;
     without autograd the residual sums are written into the branch outputs,
     and in CPU inference the block runs on a few images at a time (see
-    :func:`in_image_chunks`). Same arguments and parameters as the reference;
-    its ``implementation`` must be the fast one (the MaSA and FFN take the
-    pre-norms, the CPE its residual).
+    :func:`.image_chunks.in_image_chunks`, by its FFN hidden map). Same
+    arguments and parameters as the reference; its ``implementation`` must
+    be the fast one (the MaSA and FFN take the pre-norms, the CPE its
+    residual).
     """
 
     def forward(self, x: torch.Tensor, relpos: FastManhattanRelPos) -> torch.Tensor:
@@ -62,7 +46,8 @@ class FastRMTBlock(RMTBlock):
 
 
 class ImageChunkedStem(nn.Sequential):
-    """The stem, on a few images at a time in CPU inference (see :func:`in_image_chunks`).
+    """The stem, on a few images at a time in CPU inference (see :func:`.image_chunks.in_image_chunks`, by
+    its first map).
 
     In eval mode BatchNorm uses its running statistics, so every image is
     computed on its own; in train mode the whole batch goes through at once.

@@ -23,8 +23,8 @@ def swap_pairs(x: torch.Tensor) -> torch.Tensor:
     """``x`` with the members of each channel pair swapped: (x1, x0, x3, x2, ...), exactly.
 
     Exported, a product with the constant pair-swap permutation: onnxruntime
-    runs the step -1 Slice that ``flip`` becomes about 9x slower than this
-    small MatMul (8.6 % of the RMT-T backbone graph's time before).
+    runs the step -1 Slice that ``flip`` becomes far slower than this small
+    MatMul (docs/deployment.md, "What is dynamic").
     """
     if run_mode.is_exporting():
         channels = x.shape[-1]
@@ -123,14 +123,13 @@ class FastManhattanRelPos(ManhattanRelPos):
 
         A graph of fixed shapes does so only where the table takes at most
         :data:`.plain_attention.EXPORT_LOGITS_BYTES`: a runtime folds it into
-        a constant per block (RMT-T's stage 3 at 16x224x224: 1.2 MB; at
-        800x1216: 462 MB a block, 3.7 GB in all). Larger, the export form
-        adds its row and column terms by grid rows
-        (:func:`.fast_attention.attention_by_grid_rows`), one broadcast add
-        more over the logits (5-8 % slower where the table is small, on the
-        RMT-T backbone at 16x224x224 in onnxruntime). A dynamic graph computes
-        the table in each run and holds whole logits of its size anyway: it
-        reads the table (grid rows made its backbone 26 % slower at 224x224).
+        a constant per block, which grows with the fourth power of the image
+        side. Larger, the export form adds its row and column terms by grid
+        rows (:func:`.fast_attention.attention_by_grid_rows`), one broadcast
+        add more over the logits, slower where the table is small. A dynamic
+        graph computes the table in each run and holds whole logits of its
+        size anyway: it reads the table. (The figures: docs/deployment.md,
+        "Peak memory of one large image".)
         """
         if not run_mode.exports_fixed_shapes():
             return True
