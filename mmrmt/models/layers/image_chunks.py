@@ -15,7 +15,7 @@ from typing import Callable
 
 import torch
 
-from . import run_mode
+from .run_mode import chunks_cpu_inference, inference_chunk_images
 
 
 def in_image_chunks(function: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, bytes_per_image: int,
@@ -32,9 +32,9 @@ def in_image_chunks(function: Callable[[torch.Tensor], torch.Tensor], x: torch.T
             (then the batch is never split: BatchNorm's statistics and drop
             path's draws belong to the whole batch).
     """
-    if not run_mode.chunks_cpu_inference(x, training):
+    if not chunks_cpu_inference(x, training):
         return function(x)
-    images = run_mode.inference_chunk_images(bytes_per_image)
+    images = inference_chunk_images(bytes_per_image)
     if images >= x.shape[0]:
         return function(x)
     return torch.cat([function(part) for part in x.split(images)])
