@@ -2,6 +2,8 @@
 
 :func:`export_forms` switches them on for the duration of an export:
 
+* mmrmt's backbones: RMT's relative position and MaSA and ResT's attention
+  take their export forms (:func:`.export.export_implementation`).
 * RoI pooling: mmdet's ``SingleRoIExtractor`` gathers each pyramid level's
   RoIs with ``nonzero``, skips empty levels in Python, and pools with mmcv's
   ``RoIAlign``, whose ONNX form predates opset 13 and does not reproduce its
@@ -38,6 +40,8 @@ from typing import Iterator, Optional, Sequence
 import torch
 from torch import nn
 from torch.nn.modules.utils import _pair
+
+from .export import export_implementation
 
 #: The first opset whose RoiAlign samples as mmcv's ``aligned=True`` (half-pixel coordinates).
 HALF_PIXEL_ROI_ALIGN_OPSET = 16
@@ -121,8 +125,8 @@ def decode_deltas(coder, bboxes, pred_bboxes: torch.Tensor, max_shape=None,
 
 @contextmanager
 def export_forms(model: nn.Module, opset: int = HALF_PIXEL_ROI_ALIGN_OPSET) -> Iterator[nn.Module]:
-    """Within the context, the model's RoI extractors, adaptive poolings and box coders take their
-    export forms, for a graph of ``opset``."""
+    """Within the context, the model's backbone layers (:func:`.export.export_implementation`), RoI
+    extractors, adaptive poolings and box coders take their export forms, for a graph of ``opset``."""
     from mmdet.models.roi_heads.roi_extractors import SingleRoIExtractor
     from mmdet.models.task_modules.coders import DeltaXYWHBBoxCoder
     forms = {SingleRoIExtractor: partial(pool_rois_on_their_levels, opset=opset),
@@ -138,7 +142,8 @@ def export_forms(model: nn.Module, opset: int = HALF_PIXEL_ROI_ALIGN_OPSET) -> I
             coder.decode = decode_deltas.__get__(coder)
             patched.append((coder, 'decode'))
     try:
-        yield model
+        with export_implementation(model):
+            yield model
     finally:
         for owner, name in patched:
             delattr(owner, name)

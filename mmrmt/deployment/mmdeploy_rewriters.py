@@ -19,6 +19,10 @@ backend's own rewriter instead of its default):
   0.39 off). Ours averages the adaptive bins with slices and means
   (:func:`mmrmt.deployment.export_forms.adaptive_average_pool2d`), exact at
   any size, static or dynamic, and at opset 11.
+* the forwards of mmrmt's RMT, ResT and ``ManhattanSelfAttention2d``: run
+  with their layers in their export forms
+  (:func:`mmrmt.deployment.export.export_implementation`), as mmrmt's own
+  export runs them.
 * mmdet's RPN and RoI box head post-processing: mmdeploy's rewrites give
   other proposals and detections than mmdet (NMS across the RPN's levels,
   each class scored with the box of the RoI's best class, the deploy
@@ -37,6 +41,7 @@ import torch
 from mmdeploy.core import FUNCTION_REWRITER, SYMBOLIC_REWRITER
 from mmdeploy.utils import get_ir_config
 
+from .export import export_implementation
 from .export_forms import adaptive_average_pool2d
 from .mmdeploy_errors import InexactExportError
 from .mmdeploy_two_stage import bbox_head_predict_by_feat, rpn_head_predict_by_feat
@@ -48,6 +53,10 @@ SUPPORTED_BACKENDS = ('onnxruntime', )
 ALIGNED_ROI_ALIGN_OPSET = 16
 
 ONNX_INT64 = 7  # TensorProto.INT64
+
+#: The forwards of mmrmt's modules that hold layers with export forms.
+EXPORT_FORM_FORWARDS = ('mmrmt.models.backbones.rmt.backbone.RMT.forward', 'mmrmt.models.backbones.rest.ResT.forward',
+                        'mmrmt.models.backbones.rmt.masa_2d.ManhattanSelfAttention2d.forward')
 
 
 @contextmanager
@@ -82,7 +91,15 @@ def roi_align_symbolic(g, features, rois, output_size: List[int], spatial_scale:
     return g.op('RoiAlign', features, boxes, batch_indices, **attributes)
 
 
+def forward_in_export_forms(self, *args, **kwargs):
+    """The module's own forward, with its layers in their export forms."""
+    with export_implementation(self):
+        return FUNCTION_REWRITER.get_context().origin_func(self, *args, **kwargs)
+
+
 for backend in SUPPORTED_BACKENDS:
+    for forward in EXPORT_FORM_FORWARDS:
+        FUNCTION_REWRITER.register_rewriter(forward, backend=backend)(forward_in_export_forms)
     SYMBOLIC_REWRITER.register_symbolic('mmcv.ops.roi_align.__self__', backend=backend)(roi_align_symbolic)
     FUNCTION_REWRITER.register_rewriter('torch.nn.functional.adaptive_avg_pool2d',
                                         backend=backend)(adaptive_average_pool2d)

@@ -10,11 +10,17 @@ from mmdet.models.roi_heads.roi_extractors import SingleRoIExtractor
 from torch import nn
 
 from mmrmt.deployment import export_forms, relative_difference
+from mmrmt.deployment.export import export_implementation
+from mmrmt.deployment.export.plain_attention import plain_attention
+from mmrmt.deployment.export.rest_forms import ExportEfficientMultiHeadAttention
+from mmrmt.deployment.export.rmt_forms import (ExportManhattanRelPos, ExportManhattanSelfAttention,
+                                               attention_by_grid_rows)
 from mmrmt.deployment.export_forms import adaptive_average_pool, exact_roi_min_side
 from mmrmt.deployment.float32_roi_pooling import float32_roi_pooling
 from mmrmt.deployment.tensor_mode import random_proposals
-from mmrmt.models.backbones.rest import softmax_deviations
-from mmrmt.models.layers import plain_attention
+from mmrmt.models.backbones.rest import EfficientMultiHeadAttention, softmax_deviations
+from mmrmt.models.backbones.rmt.fast_attention import FastManhattanSelfAttention
+from mmrmt.models.backbones.rmt.fast_relative_position import FastManhattanRelPos
 from helpers.rounding import LAMBDA, assert_close, two_implementations, unit_roundoff
 
 
@@ -101,23 +107,50 @@ def test_relative_difference_is_relative_to_the_largest_value_and_checks_shapes(
 
 
 @pytest.mark.parametrize('decomposed', [True, False], ids=['decomposed', 'full'])
-def test_rmt_attention_export_form_equals_eager(decomposed, monkeypatch):
-    """The attention's export form (own projections, channels-last rotary, one layout per pass) computes
-    the eager fast path's output up to float32 rounding."""
-    from mmrmt.models.backbones.rmt import fast_attention, fast_relative_position
-    from mmrmt.models.layers import run_mode
+def test_rmt_attention_export_form_equals_eager(decomposed):
+    """The attention's export form (own projections, channels-last rotary, one layout per pass), swapped in
+    by export_implementation, computes the eager fast path's output up to float32 rounding; afterwards
+    the modules are of their eager classes again, their cache kept."""
     torch.manual_seed(0)
-    attention = fast_attention.FastManhattanSelfAttention(32, 2, decomposed).eval()
-    relpos = fast_relative_position.FastManhattanRelPos(32, 2, init_value=2.0, heads_range=4.0)
+    attention = FastManhattanSelfAttention(32, 2, decomposed).eval()
+    relpos = FastManhattanRelPos(32, 2, init_value=2.0, heads_range=4.0)
     norm = nn.LayerNorm(32)
     x = torch.randn(2, 5, 7, 32)
     with torch.no_grad():
         expected = attention(x, relpos, norm)
-        monkeypatch.setattr(run_mode, 'is_exporting', lambda: True)
-        assert relpos.fast_tables(5, 7, decomposed, x.dtype).rotation is None  # the export tables
-        exported = attention(x, relpos, norm)
+        with export_implementation(nn.ModuleList([attention, relpos, norm])):
+            assert (type(attention), type(relpos), type(norm)) == (ExportManhattanSelfAttention,
+                                                                   ExportManhattanRelPos, nn.LayerNorm)
+            assert relpos.fast_tables(5, 7, decomposed, x.dtype).rotation is None  # the export tables
+            exported = attention(x, relpos, norm)
+    assert (type(attention), type(relpos)) == (FastManhattanSelfAttention, FastManhattanRelPos)
+    assert len(relpos._cache) == 1  # the eager tables, not the export form's
     # MaSA's 7 steps (tests/test_models/test_backbones/test_rmt_attention.py) over 32 channels
     assert_close(exported, expected, two_implementations(torch.float32, 5 * 7, 7))  # or the 35 tokens
+
+
+@pytest.mark.parametrize('heads', [1, 4])
+def test_rest_attention_export_form_equals_eager(heads):
+    """ResT's attention in ONNX's ops (plain attention; mixed heads with the tanh form of expm1) computes
+    the eager attention's output (fused lean core) within float64 rounding."""
+    torch.manual_seed(0)
+    attention = EfficientMultiHeadAttention(32, heads, sr_ratio=2).double().eval()
+    x = torch.randn(2, 6, 10, 32, dtype=torch.float64)
+    with torch.no_grad():
+        expected = attention(x)
+        with export_implementation(attention):
+            assert type(attention) is ExportEfficientMultiHeadAttention
+            exported = attention(x)
+    assert type(attention) is EfficientMultiHeadAttention
+    # the projections (32 channels), the map's statistics over its 60 x 15 scores, softmax and (.) v
+    assert_close(exported, expected, two_implementations(torch.float64, 60 * 15, 6))
+
+
+def test_export_implementation_restores_the_classes_when_the_export_fails():
+    attention = EfficientMultiHeadAttention(32, 4, sr_ratio=1)
+    with pytest.raises(RuntimeError, match='export failed'), export_implementation(attention):
+        raise RuntimeError('export failed')
+    assert type(attention) is EfficientMultiHeadAttention
 
 
 def test_roi_pooling_runs_on_reduced_precision_cpu_features_in_float32():
@@ -143,14 +176,13 @@ def test_roi_pooling_runs_on_reduced_precision_cpu_features_in_float32():
 def test_rmt_grid_row_attention_equals_attention_with_the_decay_table(logits_bytes, monkeypatch):
     """Full MaSA with its log-decay added by grid row and column, in one run or a grid row a run,
     computes the attention with the (hw, hw) Manhattan decay table."""
-    from mmrmt.models.backbones.rmt import fast_attention, fast_relative_position
-    attention_module = importlib.import_module('mmrmt.models.layers.plain_attention')
+    attention_module = importlib.import_module('mmrmt.deployment.export.plain_attention')
     monkeypatch.setattr(attention_module, 'EXPORT_LOGITS_BYTES', logits_bytes)
     monkeypatch.setattr(attention_module, 'LOGITS_OVER_QUERIES', 0)
-    relpos = fast_relative_position.FastManhattanRelPos(32, 4, init_value=2.0, heads_range=4.0).double()
+    relpos = FastManhattanRelPos(32, 4, init_value=2.0, heads_range=4.0).double()
     generator = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 4, 5 * 7, 8, generator=generator, dtype=torch.float64) for _ in range(3))
     expected = plain_attention(q, k, v, relpos.decay_2d(5, 7)[None], 0.3)
-    by_rows = fast_attention.attention_by_grid_rows(q, k, v, relpos.decay_1d(5)[None], relpos.decay_1d(7)[None], 0.3)
+    by_rows = attention_by_grid_rows(q, k, v, relpos.decay_1d(5)[None], relpos.decay_1d(7)[None], 0.3)
     # two float64 computations of q k^T (8 terms), the decay's sum, the softmax and (.) v (35 keys): 4 steps
     assert_close(by_rows, expected, two_implementations(torch.float64, 35, 4))

@@ -19,7 +19,7 @@ from helpers.backbones import REST_TINY, RMT_TINY
 from helpers.openvino_refusal import refused_in_process
 from helpers.runtime_bounds import assert_runtime_within_format
 
-attention_module = importlib.import_module('mmrmt.models.layers.plain_attention')
+attention_module = importlib.import_module('mmrmt.deployment.export.plain_attention')
 SIZE = (96, 128)
 BATCH = 2
 #: Decomposed and full MaSA; ResT's single head (plain attention) and mixed heads (instance norm).

@@ -11,7 +11,7 @@ emitted feature without feeding it forward (the last stage's is the
 checkpoint's final ``norm``). Parameter names are the upstream ones.
 """
 from functools import partial
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -19,8 +19,7 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import (attention_runs, build_norm_layer, in_image_chunks, norm_then_project, run_mode,
-                      scaled_dot_product_attention)
+from ..layers import build_norm_layer, in_image_chunks, norm_then_project, run_mode
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone, call_block
@@ -87,31 +86,20 @@ class ConvPatchEmbed(nn.Module):
         return self.pos(self.norm(self.conv(x)))
 
 
-def expm1(x: torch.Tensor) -> torch.Tensor:
-    """``exp(x) - 1`` with float precision relative to the result, for ``x <= 0``.
-
-    ``torch.expm1`` in eager runs; ONNX has no such op, so exported graphs get
-    ``2 tanh(x / 2) / (1 - tanh(x / 2))``, equally precise (the denominator
-    stays in [1, 2)), where ``exp(x) - 1`` would cancel for small ``x``.
-    """
-    if not run_mode.is_exporting():
-        return torch.expm1(x)
-    half = torch.tanh(x / 2)
-    return 2 * half / (1 - half)
-
-
-def softmax_deviations(scores: torch.Tensor) -> torch.Tensor:
+def softmax_deviations(scores: torch.Tensor, expm1: Callable[[torch.Tensor], torch.Tensor] = torch.expm1
+                       ) -> torch.Tensor:
     """Each softmax probability of (..., N') ``scores`` minus its row's mean ``1 / N'``, computed to float
-    precision (float32 at least) from the scores, row by row.
+    precision (float32 at least) from the scores, row by row, with ``expm1`` (``exp(x) - 1`` accurate
+    for ``x <= 0``).
 
     Every softmax row sums to one, so a row's mean is exactly ``1 / N'``;
-    with ``u = exp(s - max) - 1`` per element (accurately, :func:`expm1`),
+    with ``u = exp(s - max) - 1`` per element (accurately, ``expm1``),
     ``p - 1 / N' = (u - mean(u)) / (N' (1 + mean(u)))`` over each row. On
     near-uniform attention (at initialisation, and in some heads of any
     model) the deviations are tiny next to ``1 / N'``, and subtracting a mean
-    from rounded probabilities loses most of their digits, in torch's float32
-    and more in onnxruntime's (whose ReduceMean rounds long means far more;
-    the figures: docs/deployment.md, "ResT: why it differed by 1e-3").
+    from rounded probabilities loses most of their digits, the more the
+    longer the mean's rounding (the figures: docs/deployment.md, "ResT: why
+    it differed by 1e-3").
 
     Half-precision scores (under autocast) are computed in float32, as
     autocast runs softmax and norms: in float16 the squared deviations
@@ -124,9 +112,10 @@ def softmax_deviations(scores: torch.Tensor) -> torch.Tensor:
 
 
 def mixed_head_plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, transform_conv: nn.Conv2d,
-                               scale: float) -> torch.Tensor:
-    """ResT's multi-head core in plain ops (ONNX's, and countable), for (B, n, N, d) ``q`` and (B, n, N', d)
-    ``k`` and ``v``; (B, n, N, d).
+                               scale: float, runs: Optional[Tuple[int, int]] = None,
+                               expm1: Callable[[torch.Tensor], torch.Tensor] = torch.expm1) -> torch.Tensor:
+    """ResT's multi-head core in plain ops (countable, and exportable), for (B, n, N, d) ``q`` and
+    (B, n, N', d) ``k`` and ``v``; (B, n, N, d).
 
     Computes ``InstanceNorm2d(n)(softmax(transform_conv(scale q k^T))) v``
     (no affine, no running statistics) as :mod:`.rest_attention` does: every
@@ -134,25 +123,28 @@ def mixed_head_plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     ``1 / N'`` and its instance norm is :func:`softmax_deviations` times one
     scalar per map, which scales the (N, d) output instead of the (N, N')
     map; everything else is row-local. A single-element map gives 0 instead
-    of an error, so that inputs whose last grid is 1x1 work. In a graph of
-    fixed shapes, in the runs of :func:`.plain_attention.attention_runs`: of
-    images, or of queries (the heads are mixed, never split).
+    of an error, so that inputs whose last grid is 1x1 work. ``runs``
+    ``(dim, length)``: computed ``length`` images at a time (``dim`` -4) or
+    ``length`` queries at a time (``dim`` -2; the heads are mixed, never
+    split); by default in one pass. ``expm1`` is that of
+    :func:`softmax_deviations`.
     """
-    dim, length = attention_runs(q, k, leading=1) if run_mode.exports_fixed_shapes() else (-2, q.shape[-2])
+    dim, length = (-2, q.shape[-2]) if runs is None else runs
     if dim == -2:
-        return _mixed_head_query_runs(q, k, v, transform_conv, scale, length)
+        return _mixed_head_query_runs(q, k, v, transform_conv, scale, length, expm1)
     return torch.cat([_mixed_head_query_runs(*(t[start:start + length] for t in (q, k, v)), transform_conv, scale,
-                                             q.shape[-2]) for start in range(0, len(q), length)])
+                                             q.shape[-2], expm1) for start in range(0, len(q), length)])
 
 
 def _mixed_head_query_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, transform_conv: nn.Conv2d,
-                           scale: float, length: int) -> torch.Tensor:
+                           scale: float, length: int, expm1: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
     """:func:`mixed_head_plain_attention` with its queries ``length`` at a time."""
     queries, keys = q.shape[-2], k.shape[-2]
     keys_t = k.transpose(-1, -2)
     outputs, square_sums = [], []
     for start in range(0, queries, length):
-        centred = softmax_deviations(transform_conv(torch.matmul(q[..., start:start + length, :], keys_t) * scale))
+        centred = softmax_deviations(transform_conv(torch.matmul(q[..., start:start + length, :], keys_t) * scale),
+                                     expm1)
         square_sums.append(centred.square().sum(dim=(-2, -1), keepdim=True))
         outputs.append(torch.matmul(centred.to(v.dtype), v))
     out = torch.cat(outputs, dim=-2) if len(outputs) > 1 else outputs[0]
@@ -197,15 +189,17 @@ class EfficientMultiHeadAttention(nn.Module):
         if self.sr_ratio > 1:  # the conv reads and writes channels-last memory
             x = self.sr_norm(self.sr(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1).reshape(batch, -1, channels))
         k, v = self.kv(x).view(batch, -1, 2, self.num_heads, q.shape[-1]).unbind(2)  # each (B, N', n, d)
+        return self.proj(self.attend(q, k, v).reshape(batch, height, width, channels))
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """The heads' attention of (B, N, n, d) ``q`` over (B, N', n, d) ``k`` and ``v``; (B, N, n, d)."""
         if self.num_heads == 1:
-            out = scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
-            out = out.transpose(1, 2)
-        elif run_mode.traces_plain_ops():  # plain ops: ONNX's, and countable
-            out = mixed_head_plain_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                             self.transform_conv, self.scale).transpose(1, 2)
-        else:
-            out = mixed_head_attention(q, k, v, self.transform_conv.weight, self.transform_conv.bias, self.scale)
-        return self.proj(out.reshape(batch, height, width, channels))
+            return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+                                                  ).transpose(1, 2)
+        if run_mode.traces_plain_ops():  # plain ops: countable
+            return mixed_head_plain_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                              self.transform_conv, self.scale).transpose(1, 2)
+        return mixed_head_attention(q, k, v, self.transform_conv.weight, self.transform_conv.bias, self.scale)
 
 
 class ResTBlock(nn.Module):

@@ -2,7 +2,12 @@
 
 The backbones' fast paths ask a few questions about the forward they are in;
 this module answers them, and no layer reads torch's grad, tracing, export,
-compile or autocast state itself.
+compile or autocast state itself. The eager classes ask
+:func:`keeps_autograd`, :func:`traces_plain_ops`, :func:`is_compiling`,
+:func:`chunks_cpu_inference` and :func:`autocast_dtype`; the questions about
+an export (:func:`is_exporting`, :func:`exports_fixed_shapes`) are asked by
+the layers' export forms only, which ``mmrmt.deployment.export`` swaps in
+for an export.
 
 * :func:`keeps_autograd`: autograd records the forward. Then the lean
   autograd Functions of ``norm_then_project``, RMT's FFN and ResT's MLP run
@@ -16,13 +21,11 @@ compile or autocast state itself.
   and a FLOP counter know (no autograd Functions, no hand-made kernels), and
   one graph for any batch (no image chunks).
 * :func:`is_exporting`: ONNX export (either exporter) or ``torch.export``
-  records the forward. Then the export forms: only ops that ONNX has (no
-  complex numbers, no ``expm1``), tables computed from the graph's shapes
-  instead of read from caches.
+  records the forward.
 * :func:`exports_fixed_shapes`: an export records the forward inside
   :func:`fixed_shape_export` (mmrmt's exports of a fixed input size: every
   shape of the graph is a constant). Then attention computes its queries a
-  few at a time (:func:`.plain_attention.plain_attention`): a runtime holds
+  few at a time (``mmrmt.deployment.export.plain_attention``): a runtime holds
   every tensor of a graph whole, and a graph of one detection-sized image
   would otherwise hold attention logits of hundreds of MB at once, which
   eager's fused attention never materialises. A graph that accepts other

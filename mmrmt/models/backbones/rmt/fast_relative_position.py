@@ -4,7 +4,7 @@ from typing import NamedTuple, Optional
 
 import torch
 
-from ...layers import run_mode, within_export_budget
+from ...layers import run_mode
 from .relative_position import ManhattanRelPos
 
 COMPLEX_DTYPES = {torch.float32: torch.complex64, torch.float64: torch.complex128}
@@ -20,16 +20,7 @@ def apply_rotary_signed(x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Te
 
 
 def swap_pairs(x: torch.Tensor) -> torch.Tensor:
-    """``x`` with the members of each channel pair swapped: (x1, x0, x3, x2, ...), exactly.
-
-    Exported, a product with the constant pair-swap permutation: onnxruntime
-    runs the step -1 Slice that ``flip`` becomes far slower than this small
-    MatMul (docs/deployment.md, "What is dynamic").
-    """
-    if run_mode.is_exporting():
-        channels = x.shape[-1]
-        permutation = torch.eye(channels, dtype=x.dtype, device=x.device)[[i ^ 1 for i in range(channels)]]
-        return torch.matmul(x, permutation)
+    """``x`` with the members of each channel pair swapped: (x1, x0, x3, x2, ...), exactly."""
     return x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
 
 
@@ -38,13 +29,12 @@ class FastTables(NamedTuple):
 
     The rotary: for float32/float64, ``rotation`` = cos + i sin per channel
     pair (the rotation is then one complex product); for other dtypes (no
-    complex counterpart, e.g. bfloat16) and in exported graphs ``cos`` and
-    ``signed_sin``. Decomposed stages: rotary tables of (h, w, d or d / 2),
-    to broadcast over heads-major (2, B, n, h, w, ...) q and k; ``mask_w``
-    is (1, n, w, w) and ``mask_h`` (1, n, h, h). Full stages: rotary tables
-    of (h, w, 1, 1, ...), for channels-last (B, h, w, 2, n, ...); ``mask`` is
-    (1, n, hw, hw); exported, ``mask_h`` and ``mask_w`` instead unless
-    :meth:`FastManhattanRelPos.exports_decay_table`.
+    complex counterpart, e.g. bfloat16), or where real tables are asked for,
+    ``cos`` and ``signed_sin``. One-dimensional decays (decomposed stages):
+    rotary tables of (h, w, d or d / 2), to broadcast over heads-major
+    (2, B, n, h, w, ...) q and k; ``mask_w`` is (1, n, w, w) and ``mask_h``
+    (1, n, h, h). Otherwise (full stages): rotary tables of (h, w, 1, 1, ...),
+    for channels-last (B, h, w, 2, n, ...); ``mask`` is (1, n, hw, hw).
     """
     rotation: Optional[torch.Tensor] = None
     cos: Optional[torch.Tensor] = None
@@ -83,10 +73,7 @@ class FastManhattanRelPos(ManhattanRelPos):
     dict. It is dropped whenever ``angle`` or ``decay`` differ from the values
     it was built from, whatever changed them (``load_state_dict``, ``.to()``,
     in-place edits, edits through ``.data``, which no version counter sees):
-    each call compares the two small buffers with a copy of them. Exported,
-    the tables are ops of the graph, computed from its grid size: real (ONNX
-    has no complex numbers) and uncached, so that a dynamic graph serves any
-    input size.
+    each call compares the two small buffers with a copy of them.
     """
 
     #: Most grids kept; the newest entry is kept even when over the byte budget.
@@ -99,11 +86,7 @@ class FastManhattanRelPos(ManhattanRelPos):
         self._cache_source: Optional[tuple] = None  # copies of (angle, decay) the cache was built from
 
     def fast_tables(self, height: int, width: int, decomposed: bool, dtype: torch.dtype) -> FastTables:
-        """The tables of a (height, width) grid in ``dtype``, cached; exported, real, uncached and, for
-        full stages, the 1-D decays ``mask_h`` and ``mask_w`` unless :meth:`exports_decay_table`."""
-        if run_mode.is_exporting():  # ops of the graph, from its (possibly symbolic) grid size
-            one_dimensional = decomposed or not self.exports_decay_table(height, width, dtype)
-            return self._build_fast_tables(height, width, one_dimensional, dtype, complex_rotary=False)
+        """The tables of a (height, width) grid in ``dtype``, cached."""
         if self._cache_is_stale():
             self._cache.clear()
             with torch.inference_mode(False):
@@ -118,23 +101,6 @@ class FastManhattanRelPos(ManhattanRelPos):
         self._cache.move_to_end(key)
         return tables
 
-    def exports_decay_table(self, height: int, width: int, dtype: torch.dtype) -> bool:
-        """Whether a full stage's export reads its log-decay as one (1, n, hw, hw) table.
-
-        A graph of fixed shapes does so only where the table takes at most
-        :data:`.plain_attention.EXPORT_LOGITS_BYTES`: a runtime folds it into
-        a constant per block, which grows with the fourth power of the image
-        side. Larger, the export form adds its row and column terms by grid
-        rows (:func:`.fast_attention.attention_by_grid_rows`), one broadcast
-        add more over the logits, slower where the table is small. A dynamic
-        graph computes the table in each run and holds whole logits of its
-        size anyway: it reads the table. (The figures: docs/deployment.md,
-        "Peak memory of one large image".)
-        """
-        if not run_mode.exports_fixed_shapes():
-            return True
-        return within_export_budget(self.decay.numel() * (height * width) ** 2 * dtype.itemsize)
-
     def _cache_is_stale(self) -> bool:
         if run_mode.is_compiling():  # dynamo (torch.compile) would break its graph on the comparison
             return False
@@ -146,6 +112,8 @@ class FastManhattanRelPos(ManhattanRelPos):
 
     def _build_fast_tables(self, height: int, width: int, decomposed: bool, dtype: torch.dtype,
                            complex_rotary: bool = True) -> FastTables:
+        """The :class:`FastTables` of a grid, uncached: with one-dimensional decays if ``decomposed``,
+        with a complex rotation where ``complex_rotary`` and ``dtype`` allow."""
         sin, cos = self.rotary(height, width)
         shape = (height, width, -1) if decomposed else (height, width, 1, 1, -1)
         if complex_rotary and dtype in COMPLEX_DTYPES:

@@ -8,12 +8,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mmrmt.models.backbones.rest import mixed_head_plain_attention
-from mmrmt.models.layers import attention_runs, plain_attention, run_mode
+from mmrmt.deployment.export.plain_attention import attention_runs, plain_attention
+from mmrmt.deployment.export.rest_forms import ExportEfficientMultiHeadAttention
+from mmrmt.models.layers import run_mode
 from helpers.rounding import assert_close, two_implementations
 
-#: The module (its name is shadowed by the function in ``mmrmt.models.layers``).
-attention_module = importlib.import_module('mmrmt.models.layers.plain_attention')
+#: The module (its name is shadowed by the function of the same name).
+attention_module = importlib.import_module('mmrmt.deployment.export.plain_attention')
 
 
 def randn(*shape, seed: int = 0) -> torch.Tensor:
@@ -124,20 +125,21 @@ def upstream_mixed_head_attention(q, k, v, conv: nn.Conv2d, scale: float) -> tor
 @pytest.mark.parametrize('budget,runs', [(23040, [(2, 30)]), (11520, [(1, 30)] * 2), (11519, [(2, 10)] * 3),
                                          (5000, [(2, 6)] * 5)],
                          ids=['one-pass', 'images', 'queries', 'fewer-queries'])
-def test_rest_mixed_head_plain_attention_equals_upstream(fixed_shape_export, monkeypatch, budget, runs):
-    """The instance norm's statistics span each image's whole (N, N') map; in runs of queries each run's
-    squared deviations are summed and the norm scales the concatenated output; the heads, mixed, are
-    never split."""
+def test_rest_mixed_head_export_attention_equals_upstream(fixed_shape_export, monkeypatch, budget, runs):
+    """ResT's export form of its mixed heads: the instance norm's statistics span each image's whole
+    (N, N') map; in runs of queries each run's squared deviations are summed and the norm scales the
+    concatenated output; the heads, mixed, are never split."""
     heads, length, keys = 4, 30, 12
     q, k, v = randn(2, heads, length, 8, seed=0), randn(2, heads, keys, 8, seed=1), randn(2, heads, keys, 8, seed=2)
-    conv = nn.Conv2d(heads, heads, 1).double()
+    attention = ExportEfficientMultiHeadAttention(heads * 8, heads, sr_ratio=1).double()
+    conv = attention.transform_conv
     with torch.no_grad():
         conv.weight.copy_(randn(heads, heads, 1, 1, seed=3))
-        expected = upstream_mixed_head_attention(q, k, v, conv, 0.35)
+        expected = upstream_mixed_head_attention(q, k, v, conv, attention.scale)
         set_budget(monkeypatch, budget)
         calls = []
         conv.register_forward_hook(lambda module, inputs, output: calls.append((len(output), output.shape[-2])))
-        actual = mixed_head_plain_attention(q, k, v, conv, 0.35)
+        actual = attention.attend(*(t.transpose(1, 2) for t in (q, k, v))).transpose(1, 2)
     assert calls == runs
     # the map's mean and variance sum all N N' terms; then the softmax and (.) v: 4 steps
     assert_close(actual, expected, two_implementations(torch.float64, length * keys, 4))

@@ -6,7 +6,7 @@ attention op before opset 23): exported graphs get them written out, at any opse
 
 A runtime holds each tensor of a graph whole, where eager's fused attention
 never materialises the logits: in a graph of fixed shapes
-(:func:`.run_mode.exports_fixed_shapes`) the attention is computed in runs
+(:func:`mmrmt.models.layers.run_mode.exports_fixed_shapes`) the attention is computed in runs
 (:func:`attention_runs`), so that no more than :data:`EXPORT_LOGITS_BYTES` of
 logits exist at once.
 """
@@ -14,9 +14,8 @@ import math
 from typing import Optional, Tuple
 
 import torch
-import torch.nn.functional as F
 
-from .run_mode import exports_fixed_shapes, is_exporting
+from mmrmt.models.layers.run_mode import exports_fixed_shapes
 
 #: Most bytes of attention logits a graph of fixed shapes computes at once: as many as RMT's eager
 #: attention materialises (``FastManhattanSelfAttention.explicit_logits_bytes``), or
@@ -113,11 +112,3 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[to
     if mask is not None:
         logits = logits + mask
     return torch.matmul(torch.softmax(logits, dim=-1), v)
-
-
-def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                 mask: Optional[torch.Tensor] = None, scale: Optional[float] = None) -> torch.Tensor:
-    """``F.scaled_dot_product_attention``, exported as :func:`plain_attention` (any opset)."""
-    if is_exporting():
-        return plain_attention(q, k, v, mask, scale)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
