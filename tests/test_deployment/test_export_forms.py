@@ -18,7 +18,7 @@ from mmrmt.deployment.export.rmt_forms import (ExportManhattanRelPos, ExportManh
 from mmrmt.deployment.export_forms import adaptive_average_pool, exact_roi_min_side
 from mmrmt.deployment.float32_roi_pooling import float32_roi_pooling
 from mmrmt.deployment.tensor_mode import random_proposals
-from mmrmt.models.backbones.rest import EfficientMultiHeadAttention, softmax_deviations
+from mmrmt.models.backbones.rest import FastEfficientMultiHeadAttention, softmax_deviations
 from mmrmt.models.backbones.rmt.fast_attention import FastManhattanSelfAttention
 from mmrmt.models.backbones.rmt.fast_relative_position import FastManhattanRelPos
 from helpers.rounding import LAMBDA, assert_close, two_implementations, unit_roundoff
@@ -132,25 +132,26 @@ def test_rmt_attention_export_form_equals_eager(decomposed):
 @pytest.mark.parametrize('heads', [1, 4])
 def test_rest_attention_export_form_equals_eager(heads):
     """ResT's attention in ONNX's ops (plain attention; mixed heads with the tanh form of expm1) computes
-    the eager attention's output (fused lean core) within float64 rounding."""
+    the fast attention's output (SDPA, the lean core) within float64 rounding."""
     torch.manual_seed(0)
-    attention = EfficientMultiHeadAttention(32, heads, sr_ratio=2).double().eval()
+    attention = FastEfficientMultiHeadAttention(32, heads, sr_ratio=2).double().eval()
     x = torch.randn(2, 6, 10, 32, dtype=torch.float64)
     with torch.no_grad():
         expected = attention(x)
         with export_implementation(attention):
             assert type(attention) is ExportEfficientMultiHeadAttention
             exported = attention(x)
-    assert type(attention) is EfficientMultiHeadAttention
+    assert type(attention) is FastEfficientMultiHeadAttention
     # the projections (32 channels), the map's statistics over its 60 x 15 scores, softmax and (.) v
     assert_close(exported, expected, two_implementations(torch.float64, 60 * 15, 6))
 
 
 def test_export_implementation_restores_the_classes_when_the_export_fails():
-    attention = EfficientMultiHeadAttention(32, 4, sr_ratio=1)
+    attention = FastEfficientMultiHeadAttention(32, 4, sr_ratio=1)
     with pytest.raises(RuntimeError, match='export failed'), export_implementation(attention):
+        assert type(attention) is ExportEfficientMultiHeadAttention
         raise RuntimeError('export failed')
-    assert type(attention) is EfficientMultiHeadAttention
+    assert type(attention) is FastEfficientMultiHeadAttention
 
 
 def test_roi_pooling_runs_on_reduced_precision_cpu_features_in_float32():

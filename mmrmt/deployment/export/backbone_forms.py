@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Tuple
 
 from torch import nn
 
-from mmrmt.models.backbones.rest import EfficientMultiHeadAttention
+from mmrmt.models.backbones.rest import FastEfficientMultiHeadAttention
 from mmrmt.models.backbones.rmt.block import Implementation
 from mmrmt.models.backbones.rmt.implementations import IMPLEMENTATIONS
 from .rest_forms import ExportEfficientMultiHeadAttention
@@ -28,7 +28,7 @@ def replaced_classes(eager: Implementation, export: Implementation) -> Dict[type
 
 #: Each eager class with an export form, to that form.
 EXPORT_FORMS: Dict[type, type] = {**replaced_classes(IMPLEMENTATIONS['fast'], EXPORT_IMPLEMENTATION),
-                                  EfficientMultiHeadAttention: ExportEfficientMultiHeadAttention}
+                                  FastEfficientMultiHeadAttention: ExportEfficientMultiHeadAttention}
 
 
 @contextmanager

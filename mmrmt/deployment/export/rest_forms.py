@@ -1,6 +1,6 @@
 """ResT's export row: its attention (EMSA) as a graph of plain ONNX ops.
 
-:class:`ExportEfficientMultiHeadAttention` has the parameters of the eager
+:class:`ExportEfficientMultiHeadAttention` has the parameters of the fast
 attention (so a model's modules take it in place, :mod:`.backbone_forms`)
 and computes the same function: one head as
 :func:`.plain_attention.plain_attention`, mixed heads as
@@ -9,7 +9,7 @@ and computes the same function: one head as
 """
 import torch
 
-from mmrmt.models.backbones.rest import EfficientMultiHeadAttention, mixed_head_plain_attention
+from mmrmt.models.backbones.rest import FastEfficientMultiHeadAttention, mixed_head_plain_attention
 from mmrmt.models.layers import run_mode
 from .plain_attention import attention_runs, plain_attention
 
@@ -22,8 +22,8 @@ def expm1_by_tanh(x: torch.Tensor) -> torch.Tensor:
     return 2 * half / (1 - half)
 
 
-class ExportEfficientMultiHeadAttention(EfficientMultiHeadAttention):
-    """:class:`EfficientMultiHeadAttention` in ONNX's ops (opset 11 on), in runs in a graph of fixed
+class ExportEfficientMultiHeadAttention(FastEfficientMultiHeadAttention):
+    """:class:`FastEfficientMultiHeadAttention` in ONNX's ops (opset 11 on), in runs in a graph of fixed
     shapes (:func:`.plain_attention.attention_runs`: of images, or of queries; mixed heads are never
     split)."""
 

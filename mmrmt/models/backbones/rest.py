@@ -11,7 +11,7 @@ emitted feature without feeding it forward (the last stage's is the
 checkpoint's final ``norm``). Parameter names are the upstream ones.
 """
 from functools import partial
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Type, Union
 
 import torch
 import torch.nn.functional as F
@@ -153,11 +153,13 @@ def _mixed_head_query_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, tr
 
 
 class EfficientMultiHeadAttention(nn.Module):
-    """EMSA: queries from all tokens, keys/values from a depthwise-conv-shrunk grid.
+    """EMSA: queries from all tokens, keys/values from a depthwise-conv-shrunk grid, as the spec computes it.
 
     With more than one head the scaled scores are mixed across heads by a
     1x1 conv (``transform_conv``) before the softmax and instance-normalised
-    per head after it; a single head skips both, as upstream.
+    per head after it; a single head skips both, as upstream. The score maps
+    are materialised, every step written out (the reference of
+    :class:`FastEfficientMultiHeadAttention`).
 
     Args:
         embed_dims (int): Channels.
@@ -193,6 +195,22 @@ class EfficientMultiHeadAttention(nn.Module):
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The heads' attention of (B, N, n, d) ``q`` over (B, N', n, d) ``k`` and ``v``; (B, N, n, d)."""
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        if self.num_heads > 1:
+            weights = F.instance_norm(self.transform_conv(scores).softmax(dim=-1), eps=EPS)
+        else:
+            weights = scores.softmax(dim=-1)
+        return torch.matmul(weights, v).transpose(1, 2)
+
+
+class FastEfficientMultiHeadAttention(EfficientMultiHeadAttention):
+    """:class:`EfficientMultiHeadAttention` through fused attention: one head with SDPA, mixed heads with
+    the lean core of :func:`.rest_attention.mixed_head_attention` (no score map kept for backward); traced
+    (FLOP counting), the core's plain ops. Same arguments and parameters."""
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """The heads' attention of (B, N, n, d) ``q`` over (B, N', n, d) ``k`` and ``v``; (B, N, n, d)."""
         if self.num_heads == 1:
             return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                                                   ).transpose(1, 2)
@@ -202,8 +220,19 @@ class EfficientMultiHeadAttention(nn.Module):
         return mixed_head_attention(q, k, v, self.transform_conv.weight, self.transform_conv.bias, self.scale)
 
 
+class ResTImplementation(NamedTuple):
+    """The classes of one implementation of ResT (a row of :data:`IMPLEMENTATIONS`).
+
+    Args:
+        block (type): A stage's block (built by :class:`ResT`).
+        attention (type): The block's EMSA (built by :class:`ResTBlock`).
+    """
+    block: Type['ResTBlock']
+    attention: Type[EfficientMultiHeadAttention]
+
+
 class ResTBlock(nn.Module):
-    """Pre-norm EMSA and MLP with residuals, on channels-last (B, h, w, C) maps.
+    """Pre-norm EMSA and MLP with residuals, on channels-last (B, h, w, C) maps, as the spec writes them.
 
     Args:
         embed_dims (int): Channels.
@@ -211,16 +240,26 @@ class ResTBlock(nn.Module):
         mlp_ratio (float): MLP hidden channels / embed_dims.
         sr_ratio (int): Key/value grid reduction of the attention.
         drop_path (float): Stochastic depth rate.
+        implementation (ResTImplementation): Whose ``attention`` class the block builds.
     """
 
     def __init__(self, embed_dims: int, num_heads: int, mlp_ratio: float, sr_ratio: int,
-                 drop_path: float = 0.) -> None:
+                 drop_path: float = 0., *, implementation: ResTImplementation) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(embed_dims)
-        self.attn = EfficientMultiHeadAttention(embed_dims, num_heads, sr_ratio)
+        self.attn = implementation.attention(embed_dims, num_heads, sr_ratio)
         self.norm2 = nn.LayerNorm(embed_dims)
         self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio))
         self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The block on channels-last (B, h, w, C) ``x``."""
+        x = x + self.drop_path(self.attn(self.norm1(x)))
+        return x + self.drop_path(self.mlp(self.norm2(x)))
+
+
+class FastResTBlock(ResTBlock):
+    """:class:`ResTBlock` computed leanly: same arguments and parameters, less kept for backward."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """The block on channels-last (B, h, w, C) ``x``.
@@ -235,6 +274,16 @@ class ResTBlock(nn.Module):
         hidden, = norm_then_project(x, self.norm2, [(self.mlp.fc1.weight, self.mlp.fc1.bias)])
         branch = self.drop_path(gelu_projection(hidden, self.mlp.fc2.weight, self.mlp.fc2.bias))
         return x + branch if grad else branch.add_(x)
+
+
+#: The two implementations, by ``impl``: ``'fast'`` (the lean blocks and attention) and ``'reference'``
+#: (the spec's computation step by step, the oracle of the tests); the same parameters.
+IMPLEMENTATIONS: Dict[str, ResTImplementation] = {
+    'fast': ResTImplementation(block=FastResTBlock, attention=FastEfficientMultiHeadAttention),
+    'reference': ResTImplementation(block=ResTBlock, attention=EfficientMultiHeadAttention),
+}
+IMPL = ArgKind((str, ), lambda impl: impl in IMPLEMENTATIONS,
+               "'fast' (lean attention and MLP) or 'reference' (the spec's computation step by step)")
 
 
 @register_backbone
@@ -265,6 +314,11 @@ class ResT(PyramidBackbone):
         norm_cfg (dict): Norm of the stem and patch-embedding convs.
             Defaults to ``dict(type='BN')``.
         with_cp (bool): Activation checkpointing per block. Defaults to False.
+        impl (str): ``'fast'`` (the default: SDPA and the lean mixed-head
+            core, the pre-norm fused into the MLP, less kept for backward)
+            or ``'reference'`` (the spec's computation step by step, the
+            oracle of the tests): the same function with the same parameters
+            (:data:`IMPLEMENTATIONS`).
         init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
             to load an upstream ImageNet checkpoint.
         pretrained (str, optional): Deprecated (mmseg passes its
@@ -297,8 +351,10 @@ class ResT(PyramidBackbone):
                  norm_eval: bool = False,
                  norm_cfg: dict = dict(type='BN'),
                  with_cp: bool = False,
+                 impl: str = 'fast',
                  init_cfg: Optional[dict] = None,
                  pretrained: Optional[str] = None) -> None:
+        check_arg('ResT', 'impl', impl, IMPL)
         settings = resolve_arch(arch, self.arch_zoo, 'ResT', per_stage=self.per_stage_args,
                                 optional=self.optional_arch_args)
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
@@ -310,6 +366,7 @@ class ResT(PyramidBackbone):
         check_arg('ResT', "arch['embed_dims'][0]", dims[0],
                   ArgKind(INT, lambda channels: channels >= 2, "an int >= 2 (the stem's hidden convs have half)"))
         self.embed_dims = dims
+        classes = IMPLEMENTATIONS[impl]
 
         self.stem = ConvStem(in_channels, dims[0], norm_cfg)
         for i in range(1, self.num_stages):
@@ -318,8 +375,8 @@ class ResT(PyramidBackbone):
         for i, depth in enumerate(depths):
             first = sum(depths[:i])
             self.add_module(f'stage{i + 1}', nn.ModuleList(
-                ResTBlock(dims[i], heads[i], settings['mlp_ratios'][i], settings['sr_ratios'][i],
-                          drop_paths[first + j]) for j in range(depth)))
+                classes.block(dims[i], heads[i], settings['mlp_ratios'][i], settings['sr_ratios'][i],
+                              drop_paths[first + j], implementation=classes) for j in range(depth)))
         self.norm = nn.LayerNorm(dims[-1])
         self.extra_norms = nn.ModuleDict({str(i): nn.LayerNorm(dims[i])
                                           for i in self.out_indices if i < self.num_stages - 1})

@@ -214,6 +214,10 @@ OWN_ARGUMENT_ERRORS = [
     ('RMT', rmt_arch(embed_dims=[16, 32, 48, 60]), ValueError,
      r'the head dimension embed_dims\[3\] / num_heads\[3\] = 15 is odd'),
     ('RMT', dict(arch=RMT_TINY, impl='flash'), ValueError, r"impl must be one of \('fast', 'reference'\)"),
+    ('ResT', dict(arch=REST_TINY, impl='flash'), ValueError,
+     r"impl must be 'fast' \(lean attention and MLP\) or 'reference' \(the spec's computation step by step\), "
+     r"got 'flash'"),
+    ('ResT', dict(arch=REST_TINY, impl=None), TypeError, r"impl must be 'fast' .*, got None \(NoneType\)"),
     ('ResT', rest_arch(depths=[1, -1, 2, 1]), ValueError, r"arch\['depths'\]\[1\] must be an int >= 0, got -1"),
     ('ResT', rest_arch(embed_dims=[1, 32, 48, 64]), ValueError,
      r"arch\['embed_dims'\]\[0\] must be an int >= 2 \(the stem's hidden convs have half\), got 1"),

@@ -1,6 +1,6 @@
-"""The ResT backbone computes the spec's function (tests/helpers/rest_reference.py)
-with its lean attention: same outputs and gradients, any size, chunked or not,
-keeping no score map for backward."""
+"""The fast ResT backbone computes the spec's function (its reference implementation,
+``ResT(impl='reference')``) with its lean attention: same outputs and gradients, any size,
+chunked or not, keeping no score map for backward."""
 from typing import Dict, Tuple
 
 import pytest
@@ -9,10 +9,11 @@ import torch.nn.functional as F
 
 from mmrmt.models import ResT
 from mmrmt.models.backbones import rest_attention
+from mmrmt.models.backbones.rest import (EfficientMultiHeadAttention, FastEfficientMultiHeadAttention, FastResTBlock,
+                                         ResTBlock)
 from mmrmt.models.backbones.rest_attention import mixed_head_attention
 from mmrmt.models.layers import run_mode
 from helpers.backbones import REST_TINY as TINY
-from helpers.rest_reference import ReferenceResT
 from helpers.rounding import LAMBDA, assert_close, one_computation, two_implementations
 
 
@@ -103,7 +104,16 @@ def test_one_key_one_query_maps_give_zero_and_zero_gradients():
     assert all(torch.equal(t.grad, torch.zeros_like(t)) for t in inputs)
 
 
-def build_pair(seed: int = 0) -> Tuple[ResT, ReferenceResT]:
+def test_fast_is_default_and_reference_selectable():
+    """Every class the two implementations differ in is the chosen one's, throughout the model."""
+    def classes(model: ResT) -> set:
+        return {type(m) for m in model.modules() if isinstance(m, (ResTBlock, EfficientMultiHeadAttention))}
+
+    assert classes(ResT(TINY)) == {FastResTBlock, FastEfficientMultiHeadAttention}
+    assert classes(ResT(TINY, impl='reference')) == {ResTBlock, EfficientMultiHeadAttention}
+
+
+def build_pair(seed: int = 0) -> Tuple[ResT, ResT]:
     """The backbone (no drop path) and the reference with the same random parameters and BN statistics."""
     torch.manual_seed(seed)
     model = ResT(TINY, drop_path_rate=0.)
@@ -112,7 +122,7 @@ def build_pair(seed: int = 0) -> Tuple[ResT, ReferenceResT]:
         for name, tensor in model.state_dict().items():
             if tensor.is_floating_point():
                 tensor.copy_(torch.rand_like(tensor) + 0.5 if 'running_var' in name else torch.randn_like(tensor) * 0.3)
-    reference = ReferenceResT(TINY)
+    reference = ResT(TINY, drop_path_rate=0., impl='reference')
     reference.load_state_dict(model.state_dict())
     return model, reference
 
