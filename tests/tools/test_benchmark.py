@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from mmrmt.deployment.cpu_features import cpu_features
+from mmrmt.deployment.runtime import cpu_features
 from helpers.openvino_refusal import refused_by_the_tool
 from helpers.tool_modules import exit_line, import_tool
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, run_tool, tool_env

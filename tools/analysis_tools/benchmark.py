@@ -28,7 +28,7 @@ two-stage detectors 1000 given proposals instead of the RPN's decoding and
 NMS) instead of ``predict``. A file of a dynamic batch (``pytorch2onnx.py
 --dynamic``) runs the batch a few images at a time, as many as eager CPU
 inference's chunk rule allows for the graph's largest tensor of an image
-(``mmrmt.deployment.image_chunks``; the header says how many), a fixed one
+(``mmrmt.deployment.runtime.image_chunks``; the header says how many), a fixed one
 the whole batch at once. ``--runtime onnxruntime openvino`` times each
 file in each runtime; ``--precision f32 bf16`` adds torch's bf16 autocast
 and OpenVINO's bf16 inference (CPUs with AVX-512 BF16 or AMX only; an int8
@@ -90,7 +90,7 @@ def import_by_path(path: Path) -> ModuleType:
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    from mmrmt.deployment.runtimes import PRECISIONS, RUNTIMES
+    from mmrmt.deployment.runtime import PRECISIONS, RUNTIMES
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config', nargs='?', help='a config file: benchmark its whole model '
                         '(predict for infer, loss + backward for train)')
@@ -244,8 +244,7 @@ def check_runtimes(args: argparse.Namespace) -> None:
     Raises:
         PreflightError: One line naming the problem and the fix.
     """
-    from mmrmt.deployment.cpu_features import cpu_features
-    from mmrmt.deployment.runtimes import check_runtime
+    from mmrmt.deployment.runtime import check_runtime, cpu_features
     for precision in args.precision:
         for runtime in args.runtime:
             if not (runtime == 'onnxruntime' and precision == 'bf16' and 'openvino' in args.runtime):
@@ -283,7 +282,7 @@ def onnx_input_mismatch(path: str, batch: int, shape: Tuple[int, int]) -> Option
 
     Two inputs mean a two-stage detector: the images, then the proposals.
     """
-    from mmrmt.deployment.session import file_inputs, shape_mismatch
+    from mmrmt.deployment.runtime import file_inputs, shape_mismatch
     declared = file_inputs(path)
     given = [(batch, 3, *shape)] + [(TENSOR_MODE_PROPOSALS, 4)] * (len(declared) == 2)
     return shape_mismatch(declared, given)
@@ -291,8 +290,7 @@ def onnx_input_mismatch(path: str, batch: int, shape: Tuple[int, int]) -> Option
 
 def graph_batches(path: str, batch: int, shape: Tuple[int, int]) -> str:
     """How an --onnx file runs the benchmark's batch: some images a run, or the whole batch."""
-    from mmrmt.deployment.image_chunks import ImageChunks
-    from mmrmt.deployment.runtimes import onnx_graph
+    from mmrmt.deployment.runtime import ImageChunks, onnx_graph
     images = ImageChunks(onnx_graph(path)).images_per_run((3, *shape))
     if images is None:
         return 'the whole batch a run (a fixed batch, or not one image an output row)'
@@ -303,7 +301,7 @@ def contenders(args: argparse.Namespace) -> List[Contender]:
     """The torch implementations (with --onnx at each --precision), then each --onnx file in each
     runtime and precision ('onnxruntime FILE', 'openvino bf16 FILE'), or the authors' ResT with
     --upstream-repo."""
-    from mmrmt.deployment.runtimes import runtime_label
+    from mmrmt.deployment.runtime import runtime_label
     precisions = args.precision if args.onnx else ['f32']
     eager = [(f'{impl or "default"}{" bf16 autocast" * (precision == "bf16")}', impl, precision, None, None)
              for precision in precisions for impl in args.impl]
@@ -418,7 +416,7 @@ def proc_status_kb(field: str) -> int:
 
 def tensor_mode_inputs(args: argparse.Namespace, two_stage: bool) -> Tuple[torch.Tensor, ...]:
     """The images (and proposals) every --onnx contender runs on, alike in every worker."""
-    from mmrmt.deployment.tensor_mode import random_proposals
+    from mmrmt.deployment.export import random_proposals
     generator = torch.Generator().manual_seed(0)
     images = torch.randn(args.batch, 3, *args.shape, generator=generator)
     if not two_stage:
@@ -428,8 +426,7 @@ def tensor_mode_inputs(args: argparse.Namespace, two_stage: bool) -> Tuple[torch
 
 def graph_worker(args: argparse.Namespace, path: str, runtime: str, precision: str, conn) -> None:
     """Open ``path`` in ``runtime`` at ``precision``, then run it once per 'step' message."""
-    from mmrmt.deployment.runtimes import open_graph
-    from mmrmt.deployment.session import run_session
+    from mmrmt.deployment.runtime import open_graph, run_session
     if args.threads:
         torch.set_num_threads(args.threads)
     session = open_graph(path, runtime, precision, args.threads)
@@ -446,7 +443,7 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     if args.onnx:
-        from mmrmt.deployment import TensorModeModel
+        from mmrmt.deployment.export import TensorModeModel
         model = TensorModeModel(build_whole_model(args.config, impl)[0] if args.config
                                 else build_backbone(args.backbone, impl)).eval()
         inputs = tensor_mode_inputs(args, model.kind == 'two_stage')
@@ -457,7 +454,7 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
                 return [output.float() for output in model(*inputs)]
 
         # bf16 autocast on the CPU: mmcv's RoIAlign has no bf16 kernel (check_cpu_amp refuses --amp itself)
-        from mmrmt.deployment.float32_roi_pooling import float32_roi_pooling
+        from mmrmt.deployment.export import float32_roi_pooling
         with float32_roi_pooling(model):
             return serve(conn, tensor_mode, 'cpu')
     if impl == UPSTREAM_IMPL:
@@ -580,9 +577,9 @@ def format_table(args: argparse.Namespace, results: Dict[str, dict]) -> str:
 
 
 def output_error(expected: list, actual: list) -> str:
-    """max |actual - expected| / max |expected| over the outputs (mmrmt.deployment.relative_difference),
+    """max |actual - expected| / max |expected| over the outputs (mmrmt.deployment.runtime.relative_difference),
     or 'n/a' for outputs of another kind."""
-    from mmrmt.deployment.verify import relative_difference
+    from mmrmt.deployment.runtime import relative_difference
     try:
         return f'{relative_difference([torch.from_numpy(array) for array in expected], actual):.1e}'
     except ValueError:
@@ -596,7 +593,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     print(f'# {model}: batch {args.batch}, input {args.shape[0]}x{args.shape[1]}, {args.device}, '
           f'amp {args.amp}, threads {args.threads or torch.get_num_threads()}, '
           f'{args.warmup} warm-up + {args.repeats} timed iterations, torch {torch.__version__}')
-    from mmrmt.deployment.cpu_features import cpu_features
+    from mmrmt.deployment.runtime import cpu_features
     print(f'# CPU {cpu_features().summary()}')
     if args.onnx:
         versions = ', '.join(f'{runtime} {importlib.import_module(runtime).__version__}' for runtime in args.runtime)

@@ -93,8 +93,8 @@ def calibration_feeds(path: str, model: nn.Module, images: Iterator[torch.Tensor
                       threads: Optional[int] = None) -> Iterator[Dict[str, np.ndarray]]:
     """Feeds of the graph at ``path`` for ``images``: images fitted to its input, and for a
     two-stage graph each image's RPN proposals, decoded by mmdet from the float graph."""
-    from .graph_predictor import GraphPredictor, proposal_feeds
-    from .session import file_inputs
+    from ..runtime.graph_predictor import GraphPredictor, proposal_feeds
+    from ..runtime.onnxruntime_session import file_inputs
     inputs = file_inputs(path)
     batches = fixed_size_batches(images, inputs[0][1])
     if len(inputs) == 1:

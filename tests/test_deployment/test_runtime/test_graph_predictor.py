@@ -1,8 +1,9 @@
-"""mmrmt.deployment.graph_predictor and quantize: a graph in onnxruntime or OpenVINO predicts what the
+"""mmrmt.deployment.runtime.graph_predictor and int8.quantize: a graph in onnxruntime or OpenVINO predicts what the
 torch model predicts through mmdet's / mmseg's own decoding (tiny RMT configs, demo pictures); the int8
 graph keeps attention in float and stays close to the float one in either runtime."""
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional, Tuple
 
 import onnx
 import pytest
@@ -11,11 +12,11 @@ from mmengine.config import Config
 from mmengine.dataset import pseudo_collate
 from mmengine.registry import DATASETS
 
-from mmrmt.deployment import RUNTIMES, TensorModeModel, export_onnx, open_graph, relative_difference
-from mmrmt.deployment.calibration import calibration_feeds, preprocessed_images
-from mmrmt.deployment.graph_predictor import GraphError, GraphPredictor
-from mmrmt.deployment.quantize import ATTENTION_PRODUCT, PERMUTATION, is_permutation, quantize_graph
-from mmrmt.deployment.session import onnxruntime_session
+from mmrmt.deployment.export import TensorModeModel, export_onnx
+from mmrmt.deployment.int8 import calibration_feeds, preprocessed_images, quantize_graph
+from mmrmt.deployment.int8.quantize import ATTENTION_PRODUCT, PERMUTATION, is_permutation
+from mmrmt.deployment.runtime import (RUNTIMES, GraphError, GraphPredictor, onnxruntime_session, open_graph,
+                                      relative_difference)
 from mmrmt.utils.model_from_config import build_cpu_model
 from helpers.openvino_refusal import refused_in_process
 from helpers.quantization_bounds import INT16_MAX, int8_error_bound, largest_pair_sum, quantised_layers
@@ -96,16 +97,25 @@ def int8_graph(det_graph, tmp_path_factory) -> Int8Graph:
     return Int8Graph(feeds, kept, folder / 'int8.onnx')
 
 
+def torch_and_graph_predictions(graph: Exported, runtime: str, count: int = 4) -> Optional[Tuple[list, list]]:
+    """What torch and the graph in ``runtime`` predict on the first ``count`` test images; None where this
+    machine refuses the runtime (in one line, :func:`refused_in_process` checks)."""
+    data = first_samples(graph.cfg, count)
+    if runtime == 'openvino' and refused_in_process(
+            lambda: GraphPredictor(graph.model, str(graph.path), runtime=runtime)):
+        return None
+    with torch.no_grad():
+        expected = graph.model.test_step(data)
+    return expected, GraphPredictor(graph.model, str(graph.path), runtime=runtime).test_step(data)
+
+
 @pytest.mark.parametrize('runtime', RUNTIMES)
 def test_two_stage_graph_predicts_what_torch_predicts(runtime, det_graph):
-    cfg, model = det_graph.cfg, det_graph.model
-    data = first_samples(cfg)
-    if runtime == 'openvino' and refused_in_process(
-            lambda: GraphPredictor(model, str(det_graph.path), runtime=runtime)):
+    model = det_graph.model
+    predictions = torch_and_graph_predictions(det_graph, runtime)
+    if predictions is None:
         return
-    with torch.no_grad():
-        expected = model.test_step(data)
-    actual = GraphPredictor(model, str(det_graph.path), runtime=runtime).test_step(data)
+    expected, actual = predictions
     # the graph's outputs and torch's: two float32 runs of the model, within `tolerance` of their magnitude
     tolerance = float32_pair_tolerance(model)
     for sample, got in zip(expected, actual):
@@ -125,14 +135,11 @@ def test_two_stage_graph_predicts_what_torch_predicts(runtime, det_graph):
 
 @pytest.mark.parametrize('runtime', RUNTIMES)
 def test_segmentor_graph_predicts_what_torch_predicts(runtime, seg_graph):
-    cfg, model = seg_graph.cfg, seg_graph.model
-    data = first_samples(cfg, 2)
-    if runtime == 'openvino' and refused_in_process(
-            lambda: GraphPredictor(model, str(seg_graph.path), runtime=runtime)):
+    model = seg_graph.model
+    predictions = torch_and_graph_predictions(seg_graph, runtime, 2)
+    if predictions is None:
         return
-    with torch.no_grad():
-        expected = model.test_step(data)
-    actual = GraphPredictor(model, str(seg_graph.path), runtime=runtime).test_step(data)
+    expected, actual = predictions
     for want, got in zip(expected, actual):
         # two float32 runs of the model (helpers/runtime_bounds.py), relative to the logits' magnitude
         assert_close(got.seg_logits.data, want.seg_logits.data, float32_pair_tolerance(model))

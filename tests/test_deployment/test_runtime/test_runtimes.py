@@ -1,4 +1,4 @@
-"""mmrmt.deployment.runtimes: a graph opened in OpenVINO answers the calls mmrmt makes on an onnxruntime
+"""mmrmt.deployment.runtime.graph_session: a graph opened in OpenVINO answers the calls mmrmt makes on an onnxruntime
 session, with torch's outputs in f32 at any size; bf16 is refused in one line where OpenVINO would quietly
 run f32, and in onnxruntime."""
 import os
@@ -11,9 +11,10 @@ import pytest
 import torch
 from mmdet.registry import MODELS
 
-from mmrmt.deployment import (RUNTIMES, RuntimeChoiceError, TensorModeModel, check_runtime, export_onnx, open_graph,
-                              run_session, runtimes, verification_inputs)
-from mmrmt.deployment.runtimes import bf16_refusal, openvino_capabilities
+from mmrmt.deployment.export import TensorModeModel, export_onnx
+from mmrmt.deployment.runtime import (RUNTIMES, RuntimeChoiceError, check_runtime, graph_session, open_graph,
+                                      run_session, verification_inputs)
+from mmrmt.deployment.runtime.graph_session import bf16_refusal, openvino_capabilities
 from helpers.openvino_refusal import refused_in_process
 from helpers.runtime_bounds import assert_runtime_within_format
 
@@ -102,7 +103,7 @@ def test_openvino_under_a_onednn_isa_limit_it_cannot_compile_is_refused(isa, mon
                             env=dict(os.environ, ONEDNN_MAX_CPU_ISA=isa), capture_output=True, text=True,
                             timeout=300)
     monkeypatch.setenv('ONEDNN_MAX_CPU_ISA', isa.lower())
-    if isa in runtimes.OPENVINO_UNCOMPILABLE_ISAS:
+    if isa in graph_session.OPENVINO_UNCOMPILABLE_ISAS:
         assert result.stdout.strip() == 'fails: bad combination', result.stdout + result.stderr[-2000:]
         with pytest.raises(RuntimeChoiceError, match=rf'^--runtime openvino: ONEDNN_MAX_CPU_ISA={isa} is set, '
                                                      r".+; unset ONEDNN_MAX_CPU_ISA or set it to AVX2 or above, or "
@@ -145,7 +146,7 @@ def test_openvino_bf16_under_a_onednn_isa_limit_it_cannot_compile_is_refused(isa
     assert outcome.startswith(('fails:', 'compiles')), result.stdout + result.stderr[-2000:]
     bf16_cpu = 'BF16' in openvino_capabilities()
     monkeypatch.setenv('ONEDNN_MAX_CPU_ISA', isa.lower())
-    if isa in runtimes.OPENVINO_NO_BF16_ISAS:
+    if isa in graph_session.OPENVINO_NO_BF16_ISAS:
         # a bf16 CPU fails to compile; another compiles f32 instead (the capability refusal's case)
         assert outcome.startswith('fails: could not create a primitive descriptor') if bf16_cpu else (
             outcome == 'compiles f32 False'), outcome
@@ -171,7 +172,7 @@ def test_bf16_is_refused_exactly_where_openvino_lacks_it(capabilities, refused, 
     """Both answers on any machine: the decision reads OpenVINO's capabilities, not this CPU (nor the
     kernel set the tests run under, which the test above covers)."""
     monkeypatch.delenv('ONEDNN_MAX_CPU_ISA', raising=False)
-    monkeypatch.setattr(runtimes, 'openvino_capabilities', lambda: capabilities)
+    monkeypatch.setattr(graph_session, 'openvino_capabilities', lambda: capabilities)
     if refused:
         with pytest.raises(RuntimeChoiceError, match=r'^--precision bf16: this CPU \(.+\) has no AVX-512 BF16'):
             check_runtime('openvino', 'bf16')
@@ -185,7 +186,7 @@ def test_bf16_runs_where_openvino_has_it_and_is_refused_where_it_would_run_f32(e
     model, path = exported
     if refused_in_process(lambda: open_graph(path, 'openvino', 'bf16')):  # before bf16 is looked at
         return
-    if os.environ.get('ONEDNN_MAX_CPU_ISA', '').upper() in runtimes.OPENVINO_NO_BF16_ISAS:  # the test below
+    if os.environ.get('ONEDNN_MAX_CPU_ISA', '').upper() in graph_session.OPENVINO_NO_BF16_ISAS:  # the test below
         with pytest.raises(RuntimeChoiceError, match=r'^--precision bf16: ONEDNN_MAX_CPU_ISA=\w+ is set'):
             open_graph(path, 'openvino', 'bf16')
         return

@@ -1,4 +1,4 @@
-"""mmrmt's rewriters of mmdet's two-stage post-processing (mmrmt/deployment/mmdeploy_two_stage.py), run as
+"""mmrmt's rewriters of mmdet's two-stage post-processing (mmrmt/deployment/mmdeploy/two_stage.py), run as
 mmdeploy runs them while it exports (its RewriterContext, onnxruntime backend), give mmdet's own proposals and
 detections: per-level RPN NMS without a score threshold, each class with its own box. mmdeploy's rewrites they
 replace give others on the same inputs.
@@ -17,10 +17,10 @@ import torch
 from mmdeploy.core import RewriterContext
 from mmengine.config import Config
 
-import mmrmt.deployment.mmdeploy_rewriters  # noqa: F401  (ours, which take precedence for onnxruntime)
+import mmrmt.deployment.mmdeploy  # noqa: F401  (ours, which take precedence for onnxruntime)
 from mmrmt.utils import build_cpu_model
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEPLOY_CFG = Config.fromfile(str(REPO / 'configs' / 'deploy' / 'instance-seg_onnxruntime_static.py'))
 IMAGE = 64  # the test config's 64x64 input
 META = [dict(img_shape=(IMAGE, IMAGE), scale_factor=(1., 1.), ori_shape=(IMAGE, IMAGE))]
@@ -81,7 +81,7 @@ def test_roi_detections_are_mmdets(model):
 
 
 def test_batch_of_several_images_is_refused(model):
-    from mmrmt.deployment.mmdeploy_errors import InexactExportError
+    from mmrmt.deployment.mmdeploy import InexactExportError
     anchors, sizes = model.rpn_head.num_base_priors, [IMAGE // stride for stride in (4, 8, 16, 32, 64)]
     cls_scores = [torch.randn(2, anchors, size, size) for size in sizes]
     bbox_preds = [torch.randn(2, 4 * anchors, size, size) for size in sizes]

@@ -11,8 +11,8 @@ a few images at a time, as eager CPU inference does
 (:mod:`.image_chunks`), with the same outputs.
 
 OpenVINO (CPU plugin) is set here once: ``INFERENCE_PRECISION_HINT`` given
-explicitly (its default is bf16 on CPUs with AVX-512 BF16 or AMX, 2e-2 off
-float32 on our graphs), the ``LATENCY`` hint with one stream, and as many
+explicitly (its default is bf16 on CPUs with AVX-512 BF16 or AMX, whose
+distance from float32 docs/deployment.md measures), the ``LATENCY`` hint with one stream, and as many
 inference threads as torch uses. Where the CPU has no native bf16,
 OpenVINO would quietly compile a bf16 request as f32: ``--precision bf16``
 is refused there instead (:func:`check_runtime`). onnxruntime's CPU
@@ -31,7 +31,7 @@ import torch
 from mmrmt.utils import PreflightError
 from .cpu_features import cpu_features
 from .image_chunks import ImageChunkedSession, ImageChunks
-from .session import onnxruntime_session
+from .onnxruntime_session import onnxruntime_session
 
 RUNTIMES = ('onnxruntime', 'openvino')
 PRECISIONS = ('f32', 'bf16')

@@ -24,16 +24,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from mmrmt.models.layers import run_mode
+from ..export.image_scan import graph_inputs
 
 #: Initialisers of at most this many elements stay in the graph kept for shape inference, whose data
 #: propagation reads them (shapes, axes, indices); larger ones (the weights) become inputs of their shape.
 SHAPE_VALUES = 64
-
-
-def graph_inputs(model_proto) -> list:
-    """The graph's inputs that are not initialisers (``ValueInfoProto``)."""
-    weights = {initialiser.name for initialiser in model_proto.graph.initializer}
-    return [value for value in model_proto.graph.input if value.name not in weights]
 
 
 def batch_is_dynamic(model_proto) -> bool:

@@ -5,7 +5,7 @@ does not fill a detector's input, an aligned RoIAlign below opset 16, another ba
 in one line, and nothing is written.
 
 Tiny backbones of each family and 64-160 px images keep the exports to seconds. Tolerances
-(mmrmt/deployment/mmdeploy_parity.py): float32 rounds each op by 6e-8 of its result and the graphs'
+(mmrmt/deployment/mmdeploy/parity.py): float32 rounds each op by 6e-8 of its result and the graphs'
 raw outputs stay within 1e-5 of torch's, so a score 1e-4 off or a box 1e-3 of the image off is a
 wrong graph; mask and class pixels on a tie may flip, far fewer than one in a thousand.
 """
@@ -18,13 +18,13 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from mmrmt.deployment.mmdeploy_parity import BOX_TOLERANCE, MIN_EQUAL_FRACTION, prediction_parity
+from mmrmt.deployment.mmdeploy import BOX_TOLERANCE, MIN_EQUAL_FRACTION, prediction_parity
 from mmrmt.utils import build_cpu_model
 from helpers.tool_modules import exit_line, import_tool
 
 deploy_tool = import_tool('tools/deployment/mmdeploy_deploy.py')
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / 'configs' / 'deploy'
 TEST_CONFIGS = REPO / 'tests' / 'data' / 'configs'
 
@@ -62,13 +62,22 @@ def image(tmp_path_factory) -> Path:
     return path
 
 
+def derived_config(deploy_cfg: str, settings: str, path: Path) -> Path:
+    """A deploy config at ``path`` that inherits configs/deploy/``deploy_cfg`` and sets ``settings`` (its lines)."""
+    path.write_text(f"_base_ = ['{DEPLOY / deploy_cfg}']\n{settings}")
+    return path
+
+
 def filling(deploy_cfg: str, input_shape, tmp_path: Path) -> Path:
     """``deploy_cfg`` with ``onnx_config.input_shape`` (width, height) set: the image resized to fill the input."""
     if input_shape is None:
         return DEPLOY / deploy_cfg
-    config = tmp_path / deploy_cfg
-    config.write_text(f"_base_ = ['{DEPLOY / deploy_cfg}']\nonnx_config = dict(input_shape={list(input_shape)})\n")
-    return config
+    return derived_config(deploy_cfg, f'onnx_config = dict(input_shape={list(input_shape)})\n', tmp_path / deploy_cfg)
+
+
+def refusal(deploy_cfg: Path, model_cfg: str, image: Path, tmp_path: Path) -> str:
+    """The one line mmdeploy_deploy.py exits with for ``deploy_cfg`` and tests/data/configs/``model_cfg``."""
+    return exit_line(deploy_tool.main, [deploy_cfg, TEST_CONFIGS / model_cfg, image, '--work-dir', tmp_path / 'work'])
 
 
 def deploy(deploy_cfg: str, model_cfg: str, input_shape, image: Path, tmp_path: Path, capsys) -> str:
@@ -112,53 +121,41 @@ def test_image_that_does_not_fill_the_input_is_refused_before_converting(image, 
     """The test pipeline makes the picture 38x64, padded to 64x64: mmdeploy's graph would clip the proposals and
     boxes to the padding (13 of Mask R-CNN's 20 detections differed); one line, nothing converted or written."""
     config = DEPLOY / 'instance-seg_onnxruntime_static.py'
-    line = exit_line(deploy_tool.main, [config, TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py', image,
-                                        '--work-dir', tmp_path / 'work'])
+    line = refusal(config, 'mask-rcnn_rmt-tiny_fpn_test.py', image, tmp_path)
     assert line == (f'error: {config}: the test pipeline makes {image} 38x64, padded to a 64x64 input: mmdeploy\'s '
                     'detector graphs clip boxes to their input, torch to the image, so their detections would differ; '
                     'set onnx_config.input_shape=[64, 64] (width, height: the image is then resized to fill the input)')
     assert not (tmp_path / 'work').exists()
 
 
-def test_aligned_roi_align_below_opset_16_is_refused(image, tmp_path):
-    """mmdeploy's own opset (11) cannot express mmcv's aligned RoIAlign: one line, nothing written."""
-    config = tmp_path / 'instance-seg_opset13.py'
-    config.write_text(f"_base_ = ['{DEPLOY / 'instance-seg_onnxruntime_static.py'}']\n"
-                      'onnx_config = dict(opset_version=13, input_shape=[64, 64])\n')
-    line = exit_line(deploy_tool.main, [config, TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py', image,
-                                        '--work-dir', tmp_path / 'work'])
-    assert line == (f"error: {config}: mmcv's RoIAlign(aligned=True) exports exactly only at opset 16 and later "
-                    '(ONNX RoiAlign half_pixel); the deploy config asks for opset 13: set '
-                    'onnx_config.opset_version=16')
-    assert list((tmp_path / 'work').iterdir()) == []
-
-
-def test_other_backends_are_refused_before_anything_is_built(image, tmp_path):
-    config = tmp_path / 'detection_tensorrt.py'
-    config.write_text(f"_base_ = ['{DEPLOY / 'detection_onnxruntime_static.py'}']\n"
-                      "backend_config = dict(type='tensorrt')\n")
-    line = exit_line(deploy_tool.main, [config, TEST_CONFIGS / 'retinanet_rmt-tiny_fpn_test.py', image,
-                                        '--work-dir', tmp_path / 'work'])
-    assert line == (f"error: {config}: backend 'tensorrt' is not supported by this route (mmrmt registers its "
-                    "rewriters for onnxruntime only, and mmdeploy's defaults give other backends a wrong UperNet); "
-                    'use configs/deploy/*_onnxruntime_*.py')
-    assert not (tmp_path / 'work').exists()
+@pytest.mark.parametrize('deploy_cfg, settings, model_cfg, message, work_dir', [
+    ('instance-seg_onnxruntime_static.py', 'onnx_config = dict(opset_version=13, input_shape=[64, 64])\n',
+     'mask-rcnn_rmt-tiny_fpn_test.py', "mmcv's RoIAlign(aligned=True) exports exactly only at opset 16 and later "
+     '(ONNX RoiAlign half_pixel); the deploy config asks for opset 13: set onnx_config.opset_version=16', []),
+    ('detection_onnxruntime_static.py', "backend_config = dict(type='tensorrt')\n", 'retinanet_rmt-tiny_fpn_test.py',
+     "backend 'tensorrt' is not supported by this route (mmrmt registers its rewriters for onnxruntime only, and "
+     "mmdeploy's defaults give other backends a wrong UperNet); use configs/deploy/*_onnxruntime_*.py", None),
+], ids=['aligned-roi-align-below-opset-16', 'other-backend'])
+def test_deploy_configs_the_route_cannot_convert_are_refused(deploy_cfg, settings, model_cfg, message, work_dir,
+                                                             image, tmp_path):
+    """mmdeploy's own opset (11) cannot express mmcv's aligned RoIAlign, and mmrmt's rewriters are registered
+    for onnxruntime only: one line, nothing written (another backend is refused before anything is built)."""
+    config = derived_config(deploy_cfg, settings, tmp_path / f'derived_{deploy_cfg}')
+    assert refusal(config, model_cfg, image, tmp_path) == f'error: {config}: {message}'
+    folder = tmp_path / 'work'
+    assert (sorted(folder.iterdir()) if folder.exists() else None) == work_dir
 
 
 def test_existing_graph_needs_force(image, tmp_path):
     (tmp_path / 'work').mkdir()
     (tmp_path / 'work' / 'end2end.onnx').write_bytes(b'mine')
-    line = exit_line(deploy_tool.main, [DEPLOY / 'segmentation_onnxruntime_static.py',
-                                        TEST_CONFIGS / 'upernet_rmt-tiny_test.py', image,
-                                        '--work-dir', tmp_path / 'work'])
+    line = refusal(DEPLOY / 'segmentation_onnxruntime_static.py', 'upernet_rmt-tiny_test.py', image, tmp_path)
     assert line.startswith('error: the graph ') and '--force' in line
     assert (tmp_path / 'work' / 'end2end.onnx').read_bytes() == b'mine'
 
 
 def test_model_config_of_another_codebase_is_refused(image, tmp_path):
-    line = exit_line(deploy_tool.main, [DEPLOY / 'segmentation_onnxruntime_static.py',
-                                        TEST_CONFIGS / 'retinanet_rmt-tiny_fpn_test.py', image,
-                                        '--work-dir', tmp_path / 'work'])
+    line = refusal(DEPLOY / 'segmentation_onnxruntime_static.py', 'retinanet_rmt-tiny_fpn_test.py', image, tmp_path)
     assert line == (f"error: {TEST_CONFIGS / 'retinanet_rmt-tiny_fpn_test.py'} is not an mmseg model config, "
                     f"which {DEPLOY / 'segmentation_onnxruntime_static.py'} converts")
 
@@ -204,11 +201,11 @@ def test_static_deploy_configs_convert_to_graphs_of_fixed_shapes(deploy_cfg, fix
     (run_mode.fixed_shape_export); a dynamic config's must not."""
     import mmdeploy.apis
 
-    from mmrmt.deployment import mmdeploy_route
+    from mmrmt.deployment.mmdeploy import convert
     from mmrmt.models.layers import run_mode
     monkeypatch.setattr(run_mode, 'is_exporting', lambda: True)  # what the layers see while mmdeploy exports
     seen = []
     monkeypatch.setattr(mmdeploy.apis, 'torch2onnx', lambda *args: seen.append(run_mode.exports_fixed_shapes()))
-    mmdeploy_route.convert(Config.fromfile(str(DEPLOY / deploy_cfg)), Config(), 'image.jpg', 'work_dir')
+    convert(Config.fromfile(str(DEPLOY / deploy_cfg)), Config(), 'image.jpg', 'work_dir')
     assert seen == [fixed]
     assert not run_mode.exports_fixed_shapes()

@@ -3,10 +3,10 @@
 :func:`convert` is what mmdeploy's ``tools/deploy.py`` does for the
 onnxruntime backend (``mmdeploy.apis.torch2onnx``; an onnxruntime backend
 runs that file as it is), with the TorchScript exporter selected and mmrmt's
-rewriters registered (:mod:`mmrmt.deployment.mmdeploy_rewriters`);
+rewriters registered (:mod:`mmrmt.deployment.mmdeploy.rewriters`);
 :func:`compare_with_torch` runs the file through mmdeploy's onnxruntime
 backend model and the PyTorch model on one image and compares what each
-predicts (:mod:`mmrmt.deployment.mmdeploy_parity`).
+predicts (:mod:`mmrmt.deployment.mmdeploy.parity`).
 
 mmdeploy's detector graphs clip boxes, the RPN's proposals among them, to
 their input: the image as the data preprocessor pads it. mmdet clips to the
@@ -25,8 +25,8 @@ import torch
 from mmengine.config import Config
 
 from mmrmt.models.layers import run_mode
-from .mmdeploy_parity import Parity, prediction_parity
-from .mmdeploy_rewriters import torchscript_exporter
+from .parity import Parity, prediction_parity
+from .rewriters import torchscript_exporter
 
 
 def input_not_filled(deploy_cfg: Config, model_cfg: Config, image: str, device: str = 'cpu') -> Optional[str]:

@@ -5,7 +5,8 @@ import pytest
 import torch
 from mmdet.registry import MODELS
 
-from mmrmt.deployment import TensorModeModel, export_onnx, verification_inputs
+from mmrmt.deployment.export import TensorModeModel, export_onnx
+from mmrmt.deployment.runtime import verification_inputs
 from mmrmt.models import ResMLP, ResT
 from helpers.runtime_bounds import assert_runtime_within_format
 

@@ -2,7 +2,7 @@
 
 mmdeploy 1.3.1 rewrites the post-processing of mmdet's RPN and RoI box head
 for export, and both rewrites predict other proposals and detections than
-mmdet does (tests/test_deployment/test_mmdeploy_two_stage.py gives both the
+mmdet does (tests/test_deployment/test_mmdeploy/test_mmdeploy_two_stage.py gives both the
 same head outputs):
 
 * ``RPNHead.predict_by_feat``: one NMS over the proposals of all levels
@@ -21,7 +21,7 @@ The two rewriters here follow mmdet's ``test_cfg`` (``rpn``: ``nms_pre``,
 ``batched_nms``: the boxes of each group shifted apart, one ONNX
 ``NonMaxSuppression``. They convert one image a batch (a static batch of one),
 as mmdet's two-stage test does, and refuse anything else; mmrmt's mmdeploy
-rewriters (:mod:`mmrmt.deployment.mmdeploy_rewriters`) register them.
+rewriters (:mod:`mmrmt.deployment.mmdeploy.rewriters`) register them.
 """
 from typing import List, Optional, Sequence, Tuple
 
@@ -33,7 +33,7 @@ from mmdeploy.utils import is_dynamic_batch
 from mmengine.config import Config
 from torch import Tensor
 
-from .mmdeploy_errors import InexactExportError
+from .errors import InexactExportError
 
 
 def check_one_image(deploy_cfg: Config, batch_size: int, nms_cfg: dict, head: str) -> None:

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from mmrmt.deployment import TensorModeModel, export_onnx, onnxruntime_session, run_session
-from mmrmt.deployment.image_scan import scan_over_images
+from mmrmt.deployment.export import TensorModeModel, export_onnx, scan_over_images
+from mmrmt.deployment.runtime import onnxruntime_session, run_session
 from mmrmt.models.backbones import RMT
 
 pytest.importorskip('onnxruntime')

@@ -1,8 +1,9 @@
 """A fixed-batch graph that computes its batch a few images at a time, inside the graph (ONNX ``Scan``).
 
 A runtime holds every tensor of the batch it is given: a fixed 16-image
-RMT-T backbone graph holds 5x the peak memory of eager CPU inference, which
-runs its blocks on two images at a time. :func:`scan_over_images` turns a
+RMT-T backbone graph holds several times the peak memory of eager CPU
+inference (docs/deployment.md measures it), which runs its blocks a few
+images at a time. :func:`scan_over_images` turns a
 graph of ``images`` images (its body) into one of ``batch`` images: the
 input is reshaped to (batch / images, images, ...), a ``Scan`` runs the
 body on each chunk in turn (its tensors freed between chunks), and each
@@ -17,7 +18,11 @@ from typing import List
 
 import numpy as np
 
-from .image_chunks import graph_inputs
+
+def graph_inputs(model_proto) -> list:
+    """The graph's inputs that are not initialisers (``ValueInfoProto``)."""
+    weights = {initialiser.name for initialiser in model_proto.graph.initializer}
+    return [value for value in model_proto.graph.input if value.name not in weights]
 
 
 def fixed_shape(value) -> List[int]:

@@ -17,13 +17,13 @@ backend's own rewriter instead of its default):
   the adaptive pooling only when the bins divide the map (UperNet's pyramid
   pooling over 1, 2, 3 and 6 bins of a 16x16 map does not: its logits were
   0.39 off). Ours averages the adaptive bins with slices and means
-  (:func:`mmrmt.deployment.export_forms.adaptive_average_pool2d`), exact at
+  (:func:`mmrmt.deployment.export.export_forms.adaptive_average_pool2d`), exact at
   any size, static or dynamic, and at opset 11.
 * mmdet's RPN and RoI box head post-processing: mmdeploy's rewrites give
   other proposals and detections than mmdet (NMS across the RPN's levels,
   each class scored with the box of the RoI's best class, the deploy
   config's thresholds); ours compute mmdet's, from the model's ``test_cfg``
-  (:mod:`mmrmt.deployment.mmdeploy_two_stage`).
+  (:mod:`mmrmt.deployment.mmdeploy.two_stage`).
 
 :func:`torchscript_exporter` selects torch's TorchScript exporter for the
 calls mmdeploy makes (torch 2.14's ``torch.onnx.export`` defaults to the
@@ -37,9 +37,9 @@ import torch
 from mmdeploy.core import FUNCTION_REWRITER, SYMBOLIC_REWRITER
 from mmdeploy.utils import get_ir_config
 
-from .export_forms import adaptive_average_pool2d
-from .mmdeploy_errors import InexactExportError
-from .mmdeploy_two_stage import bbox_head_predict_by_feat, rpn_head_predict_by_feat
+from ..export.export_forms import adaptive_average_pool2d
+from .errors import InexactExportError
+from .two_stage import bbox_head_predict_by_feat, rpn_head_predict_by_feat
 
 #: The backends for which the rewriters are registered; the mmdeploy route refuses others.
 SUPPORTED_BACKENDS = ('onnxruntime', )

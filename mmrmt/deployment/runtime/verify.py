@@ -4,9 +4,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from .runtimes import open_graph
-from .session import run_session
-from .tensor_mode import TensorModeModel, random_proposals
+from ..export.tensor_mode import TensorModeModel, random_proposals
+from .graph_session import open_graph
+from .onnxruntime_session import run_session
 
 
 def relative_difference(expected: Sequence[torch.Tensor], actual: Sequence[np.ndarray]) -> float:

@@ -1,4 +1,4 @@
-"""mmrmt.deployment.image_chunks: a graph of a dynamic batch runs a few images at a time in either runtime,
+"""mmrmt.deployment.runtime.image_chunks: a graph of a dynamic batch runs a few images at a time in either runtime,
 as many as eager CPU inference's rule allows for its largest tensor of an image, with the whole batch's outputs;
 graphs of a fixed batch, of two inputs or of outputs that are not one row an image run whole."""
 import numpy as np
@@ -7,8 +7,9 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from mmrmt.deployment import RUNTIMES, TensorModeModel, export_onnx, open_graph
-from mmrmt.deployment.image_chunks import ImageChunkedSession, inferred_graph, largest_tensor_bytes
+from mmrmt.deployment.export import TensorModeModel, export_onnx
+from mmrmt.deployment.runtime import RUNTIMES, open_graph
+from mmrmt.deployment.runtime.image_chunks import ImageChunkedSession, inferred_graph, largest_tensor_bytes
 from mmrmt.models.backbones import RMT
 from mmrmt.models.layers import run_mode
 from helpers.backbones import RMT_TINY

@@ -13,8 +13,9 @@ import pytest
 import torch
 from mmdet.registry import MODELS
 
-from mmrmt.deployment import TensorModeModel, export_onnx, open_graph, verification_inputs
-from mmrmt.deployment.image_chunks import graph_inputs, inferred_graph, known_shape, shape_skeleton
+from mmrmt.deployment.export import TensorModeModel, export_onnx, graph_inputs
+from mmrmt.deployment.runtime import open_graph, verification_inputs
+from mmrmt.deployment.runtime.image_chunks import inferred_graph, known_shape, shape_skeleton
 from helpers.backbones import REST_TINY, RMT_TINY
 from helpers.openvino_refusal import refused_in_process
 from helpers.runtime_bounds import assert_runtime_within_format

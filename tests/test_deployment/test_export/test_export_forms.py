@@ -9,10 +9,9 @@ from mmcv.ops import RoIAlign
 from mmdet.models.roi_heads.roi_extractors import SingleRoIExtractor
 from torch import nn
 
-from mmrmt.deployment import export_forms, relative_difference
-from mmrmt.deployment.export_forms import adaptive_average_pool, exact_roi_min_side
-from mmrmt.deployment.float32_roi_pooling import float32_roi_pooling
-from mmrmt.deployment.tensor_mode import random_proposals
+from mmrmt.deployment.export import exact_roi_min_side, export_forms, float32_roi_pooling, random_proposals
+from mmrmt.deployment.export.export_forms import adaptive_average_pool
+from mmrmt.deployment.runtime import relative_difference
 from mmrmt.models.backbones.rest import softmax_deviations
 from mmrmt.models.layers import plain_attention
 from helpers.rounding import LAMBDA, assert_close, two_implementations, unit_roundoff

@@ -17,14 +17,15 @@ structures), so the comparison is of what a user gets:
 
 Tolerances: float32 rounds each op by 2^-24 (6e-8) of its result; through
 the ~100 layers of these models the graph's raw outputs stay within 1e-5
-of their range of torch's (6e-5 at most measured for RetinaNet, 2e-6 for our
-own exports). Class logits span about ten units, so they may be 1e-3 off,
+of their range of torch's (docs/deployment.md gives the differences
+measured). Class logits span about ten units, so they may be 1e-3 off,
 and a score (sigmoid or softmax, slope at most 1/4) 2.5e-4: a score 1e-3
 off, or a box coordinate 1e-3 of the image off, is a wrong graph, not
 rounding. A mask pixel or a class whose
 value sits within that rounding of the threshold (0.5) or of the runner-up
 may flip; one in a thousand is far more than such ties, and far fewer than
-a wrong operator changes (mmdeploy's adaptive-pool rewrite changed 17 %).
+a wrong operator changes (as mmdeploy's adaptive-pool rewrite does,
+docs/deployment.md).
 """
 from dataclasses import dataclass
 from typing import List, Optional, Sequence

@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .runtimes import open_graph
-from .session import shape_mismatch
-from .tensor_mode import TensorModeModel
+from ..export.tensor_mode import TensorModeModel
+from .graph_session import open_graph
+from .onnxruntime_session import shape_mismatch
 
 
 class GraphError(ValueError):
@@ -84,7 +84,7 @@ class GraphPredictor:
             the heads' decoding.
         path (str): The exported whole-model graph (tensor mode).
         threads (int, optional): The runtime's threads.
-        runtime (str): 'onnxruntime' or 'openvino' (:mod:`.runtimes`).
+        runtime (str): 'onnxruntime' or 'openvino' (:mod:`.graph_session`).
         precision (str): 'f32' or, in OpenVINO, 'bf16'.
 
     Raises:

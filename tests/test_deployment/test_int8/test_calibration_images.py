@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmrmt.deployment.calibration import usable_images
+from mmrmt.deployment.int8 import usable_images
 
 
 @pytest.fixture
