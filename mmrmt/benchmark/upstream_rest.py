@@ -1,4 +1,4 @@
-"""The authors' ResT (a clone of github.com/wofmanaf/ResT), run beside ours by benchmark.py.
+"""The authors' ResT (a clone of github.com/wofmanaf/ResT), run beside ours by tools/analysis_tools/benchmark.py.
 
 Nothing of theirs is copied here: :func:`load_upstream_module` imports
 ``models/rest.py`` from the user's clone, :func:`build_upstream` builds
