@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / 'mmrmt'
 #: Each package's layer, bottom up (docs/design.md); ``mmrmt/__init__.py`` is the face and may import any.
 LAYERS = dict(version=0, registry=0, config_bases=0, checkpoint=0, models=1, engine=2, datasets=2, utils=3, apis=4,
-              deployment=4)
-TOOL_LAYER = ('mmrmt.utils', 'mmrmt.apis', 'mmrmt.deployment', 'mmrmt.datasets')
+              deployment=4, benchmark=5)
+TOOL_LAYER = ('mmrmt.utils', 'mmrmt.apis', 'mmrmt.deployment', 'mmrmt.datasets', 'mmrmt.benchmark')
 
 
 def imported_packages(path: Path) -> Iterator[str]:
@@ -195,3 +195,73 @@ def test_shipped_code_neither_imports_nor_loads_the_tests(path):
     """An installed wheel has no tests/: nothing it runs may import from there or load a file by its path."""
     assert not references_to_tests(path), f'{path.relative_to(ROOT)} reaches into the tests: ' \
                                           f'{references_to_tests(path)}'
+
+
+DEPLOYMENT = PACKAGE / 'deployment'
+#: mmrmt.deployment's sub-packages, each of which names its API in its ``__init__`` (its face).
+DEPLOYMENT_FACES = tuple(f'mmrmt.deployment.{path.parent.name}' for path in sorted(DEPLOYMENT.glob('*/__init__.py')))
+#: The deployment sub-packages each one may import (its modules, directly): the export is the bottom.
+DEPLOYMENT_BELOW = dict(export=set(), runtime={'export'}, int8={'export', 'runtime'}, mmdeploy={'export'})
+#: ``from mmrmt.deployment... import`` / ``import mmrmt.deployment...`` in a shell script's Python.
+SHELL_IMPORT = re.compile(r'(?:from|import)\s+(mmrmt\.deployment[\w.]*)')
+
+
+def test_the_deployment_sub_packages_are_the_four_of_docs_design():
+    assert DEPLOYMENT_FACES == tuple(f'mmrmt.deployment.{name}' for name in sorted(DEPLOYMENT_BELOW))
+
+
+def deployment_imports(path: Path) -> List[str]:
+    """The ``mmrmt.deployment...`` modules ``path`` (Python, or a shell script's Python lines) imports."""
+    if path.suffix == '.sh':
+        return SHELL_IMPORT.findall(path.read_text())
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.append(node.module)
+    return [name for name in found if name == 'mmrmt.deployment' or name.startswith('mmrmt.deployment.')]
+
+
+@pytest.mark.parametrize('path', sorted(path for folder in ('tools', 'demo') for pattern in ('*.py', '*.sh')
+                                        for path in (ROOT / folder).rglob(pattern)),
+                         ids=lambda path: str(path.relative_to(ROOT)))
+def test_tools_import_deployment_only_from_its_faces(path):
+    """A tool imports ``mmrmt.deployment.export`` (runtime, int8, mmdeploy), never a module inside one."""
+    past = [name for name in deployment_imports(path) if name not in DEPLOYMENT_FACES]
+    assert not past, f'{path.relative_to(ROOT)} imports {past}: import from one of {DEPLOYMENT_FACES}'
+
+
+def deployment_sub_packages(path: Path) -> Set[str]:
+    """The deployment sub-packages (``export``, ``runtime``...) a file under mmrmt/deployment/ imports."""
+    used = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module:
+            used.add(node.module.split('.')[0])
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module.startswith('mmrmt.deployment.'):
+            used.add(node.module.split('.')[2])
+    return used
+
+
+def imports_mmdeploy(path: Path) -> bool:
+    """Whether ``path`` imports the mmdeploy library (absolutely: ``import mmdeploy``, ``from mmdeploy.x``)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and not node.level else []
+        if any(name.split('.')[0] == 'mmdeploy' for name in names):
+            return True
+    return False
+
+
+@pytest.mark.parametrize('path', sorted(path for path in DEPLOYMENT.rglob('*.py') if path.parent != DEPLOYMENT),
+                         ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_deployment_sub_packages_import_only_those_below_them(path):
+    own = path.relative_to(DEPLOYMENT).parts[0]
+    others = deployment_sub_packages(path) - {own}
+    assert others <= DEPLOYMENT_BELOW[own], f'{path.relative_to(PACKAGE)} ({own}) imports {sorted(others)}'
+
+
+def test_only_the_mmdeploy_sub_package_imports_mmdeploy():
+    """mmdeploy is optional: the boundary of mmrmt.deployment.mmdeploy is where it is imported."""
+    importers = [str(path.relative_to(PACKAGE)) for path in sorted(PACKAGE.rglob('*.py')) if imports_mmdeploy(path)]
+    assert importers and all(name.startswith('deployment/mmdeploy/') for name in importers), importers

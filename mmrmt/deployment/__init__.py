@@ -1,19 +1,18 @@
-"""ONNX export of mmrmt models and its check in onnxruntime or OpenVINO (tools/deployment/pytorch2onnx.py).
+"""Deployment of mmrmt models, in four sub-packages, each of which names its API in its ``__init__``:
+
+* :mod:`.export`: the tensor-mode wrapper, ONNX export, the export forms of
+  mmdet's layers, ``Scan`` over images and float32 RoI pooling
+  (``tools/deployment/pytorch2onnx.py``);
+* :mod:`.runtime`: exported graphs run in onnxruntime or OpenVINO (sessions,
+  the CPU's features, image chunks), their predictions, their comparison
+  with torch and their profiles (``test_onnx.py``, ``profile_onnx.py``,
+  ``benchmark.py --onnx``);
+* :mod:`.int8`: calibration images and int8 quantisation (``quantize_onnx.py``);
+* :mod:`.mmdeploy`: mmdeploy's conversion route with mmrmt's rewriters and its
+  prediction parity with torch (``mmdeploy_deploy.py``), the one sub-package
+  that imports mmdeploy.
 
 onnx, onnxruntime and onnxscript come with the ``deploy`` extra
 (``pip install -e .[deploy]``), openvino with the ``openvino``
 extra; they are imported only when used.
 """
-from .export_forms import exact_roi_min_side, export_forms
-from .onnx_export import EXPORTERS, check_opset, export_onnx
-from .runtimes import (PRECISIONS, RUNTIMES, RuntimeChoiceError, add_runtime_arguments, check_runtime, open_graph,
-                       runtime_label)
-from .session import onnxruntime_session, run_session, session_options
-from .tensor_mode import MIN_DYNAMIC_SIZE, TensorModeModel
-from .verify import compare_with_onnxruntime, compare_with_runtime, demo_image, relative_difference, verification_inputs
-
-__all__ = ['EXPORTERS', 'MIN_DYNAMIC_SIZE', 'PRECISIONS', 'RUNTIMES', 'RuntimeChoiceError', 'TensorModeModel',
-           'add_runtime_arguments', 'check_opset', 'check_runtime', 'compare_with_onnxruntime',
-           'compare_with_runtime', 'demo_image', 'exact_roi_min_side', 'export_onnx', 'export_forms',
-           'onnxruntime_session', 'open_graph', 'relative_difference', 'run_session', 'runtime_label',
-           'session_options', 'verification_inputs']

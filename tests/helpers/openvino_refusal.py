@@ -1,8 +1,8 @@
 """OpenVINO tests under a kernel set OpenVINO cannot compile our graphs in.
 
 Under ``ONEDNN_MAX_CPU_ISA=SSE41`` (``make test`` under that kernel set, see
-``OPENVINO_UNCOMPILABLE_ISAS`` in mmrmt/deployment/runtimes.py) every tool and
-:func:`~mmrmt.deployment.open_graph` refuse ``--runtime openvino`` in one line
+``OPENVINO_UNCOMPILABLE_ISAS`` in mmrmt/deployment/runtime/graph_session.py) every tool and
+:func:`~mmrmt.deployment.runtime.open_graph` refuse ``--runtime openvino`` in one line
 before building anything. There an OpenVINO test checks that refusal, which
 is what a user of that kernel set gets; everywhere else, what OpenVINO computes.
 """
@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 import pytest
 
-from mmrmt.deployment import RuntimeChoiceError, check_runtime
+from mmrmt.deployment.runtime import RuntimeChoiceError, check_runtime
 
 
 def openvino_refusal() -> Optional[str]:

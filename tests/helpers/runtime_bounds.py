@@ -16,7 +16,8 @@ from typing import Dict, Tuple
 import torch
 from torch import nn
 
-from mmrmt.deployment import TensorModeModel, open_graph, relative_difference, run_session
+from mmrmt.deployment.export import TensorModeModel
+from mmrmt.deployment.runtime import open_graph, relative_difference, run_session
 from .rounding import low_precision_bound, two_implementations
 
 #: The format a runtime's ``--precision`` rounds to.

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from mmrmt.deployment.cpu_features import cpu_features
+from mmrmt.deployment.runtime import cpu_features
 from helpers.openvino_refusal import refused_by_the_tool
 from helpers.tool_modules import exit_line, import_tool
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, run_tool, tool_env
@@ -72,6 +72,16 @@ def test_whole_model_of_a_config_trains_and_predicts():
     (['--backbone', 'resmlp-12', '--impl', 'reference'],
      '--impl reference: ResMLP has one implementation, give --impl fast or no --impl (--impl compares the '
      'forms of RMT).'),
+    (['--backbone', 'rmt-zz'], "--backbone rmt-zz: RMT has no arch 'zz'; choose one of ['b', 'base', 'l', 'large', "
+                               "'s', 'small', 't', 'tiny']."),
+    (['--backbone', 'rmt-t', '--threads', '-2'], "--threads must be >= 1, got -2 (leave it out for torch's default)."),
+    (['--backbone', 'rmt-t', '--shape', '0', '0'], '--shape 0 0: each side must be >= 1 pixel'),
+    (['--backbone', 'rmt-t', '--shape', '30000', '30000'],
+     "--shape 30000 30000 is too large to time: at most 4096 pixels a side and 4,194,304 pixels in all (the "
+     "model's attention memory grows with the square of the pixels)"),
+    ([str(DET_CONFIG), '--mode', 'infer', '--onnx', str(DET_CONFIG), '--runtime', 'openvino', '--precision', 'bf16'],
+     '--precision bf16 without f32: the table compares every row with float32 (speed-up, memory, error); give '
+     '--precision f32 bf16'),
     ([str(REST_CONFIG), '--impl', 'fast', 'reference'],
      "--impl reference: ResT has one implementation, give --impl fast or no --impl (--impl compares the forms "
      "of RMT); compare ResT with the authors' code through --upstream-repo CLONE."),

@@ -7,6 +7,7 @@ from mmengine.config import Config
 from torch import nn
 
 from mmrmt.models.backbones import RMT
+from mmrmt.utils import check_input_size
 from helpers.tool_modules import REPO, exit_line, import_tool
 
 get_flops = import_tool('tools/analysis_tools/get_flops.py')
@@ -80,10 +81,10 @@ def test_an_input_too_large_to_count_is_one_line_before_the_model(tmp_path, caps
     for shape in (['20000', '20000'], ['4097', '64'], ['2100', '2100']):
         assert exit_line(get_flops.main, [config, '--shape', *shape]) == (
             f'error: --shape {shape[0]} {shape[1]} is too large to count: at most 4096 '
-            'pixels a side and 4,194,304 pixels in all (the model runs on the CPU and '
-            'its attention memory grows with the square of the pixels)')
+            "pixels a side and 4,194,304 pixels in all (the model's attention memory grows "
+            'with the square of the pixels)')
     assert capsys.readouterr().out == ''
-    get_flops.check_shape(4096, 1024)  # the bound itself is counted
+    check_input_size(4096, 1024, 'count')  # the bound itself is counted
 
 
 @pytest.mark.parametrize('shape', [['64', '64', '64'], ['0', '64'], ['-3']])

@@ -31,7 +31,8 @@ from mmengine.analysis.print_helper import complexity_stats_table
 from mmengine.config import Config
 from torch import nn
 
-from mmrmt.utils import PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, read_config, run_main
+from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_input_size,
+                         read_config, run_main)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -47,21 +48,6 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     if len(args.shape) not in (1, 2) or min(args.shape) < 1:
         raise PreflightError(f'--shape takes H W or one size, each >= 1, got {" ".join(map(str, args.shape))}')
     return args
-
-
-#: Largest input counted: 4096 pixels a side, 4096x1024 pixels in all (four
-#: times the papers' test sizes, 1280x800 and 2048x512). The count runs the
-#: model on the CPU, and the memory of full-attention stages grows with the
-#: square of the pixel count: past this, a run exhausts a machine's memory.
-MAX_SIDE, MAX_PIXELS = 4096, 4096 * 1024
-
-
-def check_shape(height: int, width: int) -> None:
-    """Fail unless ``MAX_SIDE`` and ``MAX_PIXELS`` bound the input size."""
-    if max(height, width) > MAX_SIDE or height * width > MAX_PIXELS:
-        raise PreflightError(f'--shape {height} {width} is too large to count: at most {MAX_SIDE} pixels a '
-                             f'side and {MAX_PIXELS:,} pixels in all (the model runs on the CPU and its '
-                             'attention memory grows with the square of the pixels)')
 
 
 #: Operators multiplying two activations (attention); mmcv's older
@@ -147,7 +133,7 @@ def complexity(cfg: Config, shape: Sequence[int], backbone_only: bool = False,
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     shape = args.shape if len(args.shape) == 2 else args.shape * 2
-    check_shape(*shape)
+    check_input_size(*shape, 'count')
     cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
     result = complexity(cfg, shape, args.backbone_only, args.show_table)
     if args.show_table:

@@ -19,7 +19,7 @@ THREADS=${3:-2}
 mkdir -p "$OUT" 2>/dev/null || { echo "error: cannot create $OUT (its folder is not writable); give another OUT_DIR" >&2; exit 1; }
 trap 'rmdir "$OUT" 2>/dev/null || true' EXIT  # a check below that fails leaves no empty OUT_DIR behind
 export OMP_NUM_THREADS=$THREADS
-CPU=(-c 'from mmrmt.deployment.cpu_features import cpu_features; import sys; f = cpu_features()
+CPU=(-c 'from mmrmt.deployment.runtime import cpu_features; import sys; f = cpu_features()
 print(f"# CPU {f.summary()}" if sys.argv[1:] == ["flags"] else "bf16" * f.bf16)')
 "$PYTHON" "${CPU[@]}" flags
 BF16=$("$PYTHON" "${CPU[@]}")  # "bf16" where the CPU has AVX-512 BF16 or AMX, else empty

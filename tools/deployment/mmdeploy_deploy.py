@@ -3,7 +3,7 @@
 What mmdeploy's ``tools/deploy.py`` does for onnxruntime (``torch2onnx``),
 made right for torch 2.14 and our models: the TorchScript exporter selected,
 mmrmt's RoIAlign symbolic, exact adaptive pooling and mmdet's two-stage
-post-processing registered (``mmrmt/deployment/mmdeploy_rewriters.py``); a
+post-processing registered (``mmrmt/deployment/mmdeploy/rewriters.py``); a
 detector's IMAGE must fill the graph's input (mmdeploy clips boxes to the
 padded input, torch to the image). The graph is then run through
 mmdeploy's onnxruntime backend model and the PyTorch model on IMAGE; it is
@@ -31,7 +31,7 @@ from mmrmt.utils import (PreflightError, check_new_file, check_run_checkpoint, c
 
 MMDEPLOY_HINT = ('install the mmdeploy extra: make setup, or pip install --no-deps -c requirements/constraints.txt '
                  '-r requirements/mmdeploy.txt')
-#: The backends mmrmt's rewriters are registered for (mmrmt.deployment.mmdeploy_rewriters.SUPPORTED_BACKENDS).
+#: The backends mmrmt's rewriters are registered for (mmrmt.deployment.mmdeploy.SUPPORTED_BACKENDS).
 BACKENDS = ('onnxruntime', )
 CODEBASES = ('mmdet', 'mmseg')
 
@@ -87,8 +87,8 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Config, str]:
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     deploy_cfg, model_cfg, graph = preflight(args)
-    from mmrmt.deployment.mmdeploy_rewriters import InexactExportError
-    from mmrmt.deployment.mmdeploy_route import compare_with_torch, convert, input_not_filled, save_initialised_weights
+    from mmrmt.deployment.mmdeploy import (InexactExportError, compare_with_torch, convert, input_not_filled,
+                                           save_initialised_weights)
     problem = input_not_filled(deploy_cfg, model_cfg, args.image, args.device)
     if problem is not None:
         raise PreflightError(f'{args.deploy_cfg}: {problem}')

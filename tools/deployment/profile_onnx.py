@@ -30,7 +30,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 def random_feeds(session, batch: int, shape) -> dict:
     """Normal images (and 1000 proposals inside them for a two-stage graph)."""
-    from mmrmt.deployment.tensor_mode import random_proposals
+    from mmrmt.deployment.export import random_proposals
     image_spec = session.get_inputs()[0]
     dims = [size if isinstance(size, int) else default
             for size, default in zip(image_spec.shape, (batch, 3, *shape))]
@@ -45,8 +45,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     check_graph_file(args.model)
     if min(args.runs, args.top, args.batch, *args.shape) < 1:
         raise PreflightError('--runs, --top, --batch and --shape must be at least 1')
-    from mmrmt.deployment.profile import format_profile, time_per_op_type
-    from mmrmt.deployment.session import onnxruntime_session
+    from mmrmt.deployment.runtime import format_profile, onnxruntime_session, time_per_op_type
     feeds = random_feeds(onnxruntime_session(args.model, args.threads), args.batch, args.shape)
     with tempfile.TemporaryDirectory() as folder:
         session = onnxruntime_session(args.model, args.threads, os.path.join(folder, 'profile'))

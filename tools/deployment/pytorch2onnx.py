@@ -25,9 +25,10 @@ import torch
 from mmengine.config import Config
 
 from mmrmt.checkpoint import load_model_weights
-from mmrmt.deployment import (EXPORTERS, MIN_DYNAMIC_SIZE, TensorModeModel, add_runtime_arguments, check_opset,
-                              check_runtime, compare_with_runtime, exact_roi_min_side, export_onnx, runtime_label,
-                              verification_inputs)
+from mmrmt.deployment.export import (EXPORTERS, MIN_DYNAMIC_SIZE, TensorModeModel, check_opset, exact_roi_min_side,
+                                     export_onnx)
+from mmrmt.deployment.runtime import (add_runtime_arguments, check_runtime, compare_with_runtime, runtime_label,
+                                      verification_inputs)
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
                          read_config, read_run_checkpoint, run_main)
 

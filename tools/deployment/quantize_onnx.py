@@ -6,7 +6,7 @@ resized to a fixed-size graph's input; a two-stage graph is calibrated on
 each image's RPN proposals. Conv, MatMul and Gemm weights become int8 per
 channel and their inputs uint8; attention's products of two activations,
 products by constant permutations and the layers producing the graph's
-outputs stay float (the tool prints them and why: mmrmt/deployment/quantize.py).
+outputs stay float (the tool prints them and why: mmrmt/deployment/int8/quantize.py).
 
 The int8 file (QDQ) runs in onnxruntime and in OpenVINO (test_onnx.py and
 benchmark.py --runtime openvino).
@@ -53,7 +53,7 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Optional[List[str]]]:
     if args.images is None:
         check_dataloader_paths(cfg, ['val_dataloader'])
         return cfg, None
-    from mmrmt.deployment.calibration import usable_images
+    from mmrmt.deployment.int8 import usable_images
     if not Path(args.images).is_dir():
         raise PreflightError(f'--images folder not found: {args.images}')
     with file_errors_as_tool_errors():
@@ -63,9 +63,8 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Optional[List[str]]]:
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     cfg, paths = preflight(args)
-    from mmrmt.deployment.calibration import calibration_feeds, preprocessed_images
-    from mmrmt.deployment.graph_predictor import GraphError
-    from mmrmt.deployment.quantize import quantize_graph
+    from mmrmt.deployment.int8 import calibration_feeds, preprocessed_images, quantize_graph
+    from mmrmt.deployment.runtime import GraphError
     model = build_cpu_model(cfg).eval()
     images = preprocessed_images(cfg, model, args.count, paths)
     try:

@@ -6,7 +6,7 @@ does the rest around it -- data pipeline and preprocessor, box decoding,
 NMS, masks, resizing to the original image -- and the config's test
 evaluator reports the same metrics as tools/test.py (COCO bbox/segm mAP,
 mIoU). A two-stage graph runs its RoI part on the RPN's proposals, then on
-the detections (mmrmt/deployment/graph_predictor.py).
+the detections (mmrmt/deployment/runtime/graph_predictor.py).
 
     python tools/deployment/test_onnx.py CONFIG MODEL.onnx [--work-dir DIR] [--threads N]
         [--runtime onnxruntime|openvino] [--precision f32|bf16] [--cfg-options KEY=VALUE ...]
@@ -20,7 +20,7 @@ import argparse
 from pathlib import Path
 from typing import List, Optional
 
-from mmrmt.deployment.runtimes import add_runtime_arguments, check_runtime, runtime_label
+from mmrmt.deployment.runtime import add_runtime_arguments, check_runtime, runtime_label
 from mmrmt.utils import (PreflightError, add_cfg_options, build_runner, check_dataloader_paths, check_evaluator_files,
                          check_graph_file, check_writable, load_run_config, run_main)
 
@@ -29,9 +29,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config', help='the config the graph was exported from')
     parser.add_argument('model', help='the .onnx file (a whole model, not --backbone-only)')
+    add_runtime_arguments(parser)
     parser.add_argument('--work-dir', help='folder for the log and metrics (default: work_dirs/<config>_onnx)')
     parser.add_argument('--threads', type=int, help="the runtime's threads (default: torch's)")
-    add_runtime_arguments(parser)
     add_cfg_options(parser, example='test_dataloader.dataset.indices=50')
     return parser.parse_args(argv)
 
@@ -49,7 +49,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     check_evaluator_files(cfg, ['test_evaluator'])
     cfg.model.backbone.pop('init_cfg', None)  # the graph holds the weights: nothing to load
     cfg.load_from = None
-    from mmrmt.deployment.graph_predictor import GraphError, evaluate_graph
+    from mmrmt.deployment.runtime import GraphError, evaluate_graph
     runner = build_runner(cfg)
     try:
         metrics = evaluate_graph(runner, args.model, args.threads, args.runtime, args.precision)

@@ -1,4 +1,11 @@
-"""Exporting mmrmt's models: the export forms of their layers."""
+"""A model in tensor mode exported to ONNX, with the export forms of mmrmt's backbones and exact ones of mmdet's layers."""
 from .backbone_forms import EXPORT_FORMS, export_implementation
+from .export_forms import exact_roi_min_side, export_forms
+from .float32_roi_pooling import float32_roi_pooling
+from .image_scan import graph_inputs, scan_over_images
+from .onnx_export import EXPORTERS, check_opset, export_onnx
+from .tensor_mode import MIN_DYNAMIC_SIZE, TensorModeModel, random_proposals
 
-__all__ = ['EXPORT_FORMS', 'export_implementation']
+__all__ = ['EXPORTERS', 'EXPORT_FORMS', 'MIN_DYNAMIC_SIZE', 'TensorModeModel', 'check_opset', 'exact_roi_min_side',
+           'export_forms', 'export_implementation', 'export_onnx', 'float32_roi_pooling', 'graph_inputs',
+           'random_proposals', 'scan_over_images']

@@ -15,6 +15,22 @@ from .attention_maps import AttentionMaps, query_maps
 from .block import RMTStage
 from .implementations import implementation
 
+#: The variants' names, in the columns of :data:`VARIANT_SETTINGS`.
+VARIANT_NAMES = (('t', 'tiny'), ('s', 'small'), ('b', 'base'), ('l', 'large'))
+#: Each variant's settings: one row an argument, one column a variant (T, S, B, L).
+VARIANT_SETTINGS = dict(
+    embed_dims=([64, 128, 256, 512], [64, 128, 256, 512], [80, 160, 320, 512], [112, 224, 448, 640]),
+    depths=([2, 2, 8, 2], [3, 4, 18, 4], [4, 8, 25, 8], [4, 8, 25, 8]),
+    num_heads=([4, 4, 8, 16], [4, 4, 8, 16], [5, 5, 10, 16], [7, 7, 14, 20]),
+    mlp_ratios=([3, 3, 3, 3], [4, 4, 3, 3], [4, 4, 3, 3], [4, 4, 3, 3]),
+    init_values=([2, 2, 2, 2], [2, 2, 2, 2], [2, 2, 2, 2], [2, 2, 2, 2]),
+    heads_ranges=([4, 4, 6, 6], [4, 4, 6, 6], [5, 5, 6, 6], [6, 6, 6, 6]),
+    decomposed=([True, True, False, False], [True, True, True, False], [True, True, True, False],
+                [True, True, True, False]),
+    layer_scales=([False, False, False, False], [False, False, False, False], [False, False, True, True],
+                  [False, False, True, True]),
+)
+
 
 def check_even_head_dims(dims: Sequence[int], heads: Sequence[int], owner: str) -> None:
     """Fail unless every stage's head dimension is even, as the rotary encoding needs."""
@@ -68,24 +84,8 @@ class RMT(PyramidBackbone):
     one query token: the decay prior and the attention of each head.
     """
 
-    arch_zoo: Dict[str, dict] = {
-        **dict.fromkeys(['t', 'tiny'], dict(
-            embed_dims=[64, 128, 256, 512], depths=[2, 2, 8, 2], num_heads=[4, 4, 8, 16],
-            mlp_ratios=[3, 3, 3, 3], init_values=[2, 2, 2, 2], heads_ranges=[4, 4, 6, 6],
-            decomposed=[True, True, False, False], layer_scales=[False, False, False, False])),
-        **dict.fromkeys(['s', 'small'], dict(
-            embed_dims=[64, 128, 256, 512], depths=[3, 4, 18, 4], num_heads=[4, 4, 8, 16],
-            mlp_ratios=[4, 4, 3, 3], init_values=[2, 2, 2, 2], heads_ranges=[4, 4, 6, 6],
-            decomposed=[True, True, True, False], layer_scales=[False, False, False, False])),
-        **dict.fromkeys(['b', 'base'], dict(
-            embed_dims=[80, 160, 320, 512], depths=[4, 8, 25, 8], num_heads=[5, 5, 10, 16],
-            mlp_ratios=[4, 4, 3, 3], init_values=[2, 2, 2, 2], heads_ranges=[5, 5, 6, 6],
-            decomposed=[True, True, True, False], layer_scales=[False, False, True, True])),
-        **dict.fromkeys(['l', 'large'], dict(
-            embed_dims=[112, 224, 448, 640], depths=[4, 8, 25, 8], num_heads=[7, 7, 14, 20],
-            mlp_ratios=[4, 4, 3, 3], init_values=[2, 2, 2, 2], heads_ranges=[6, 6, 6, 6],
-            decomposed=[True, True, True, False], layer_scales=[False, False, True, True])),
-    }
+    arch_zoo: Dict[str, dict] = {name: {key: values[column] for key, values in VARIANT_SETTINGS.items()}
+                                 for column, names in enumerate(VARIANT_NAMES) for name in names}
     #: What a custom arch holds: one value per stage of each key, and optional scalars.
     per_stage_args = dict(embed_dims=POSITIVE_INT, depths=NON_NEGATIVE_INT, num_heads=POSITIVE_INT,
                           mlp_ratios=POSITIVE_REAL, init_values=POSITIVE_REAL,

@@ -1,0 +1,164 @@
+"""The benchmark's checks of its arguments, in the parent before any worker starts: each bad input is one
+line naming the problem and the fix (a worker that died of it would only say that it died)."""
+import argparse
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import torch
+
+from mmrmt.deployment.runtime import check_runtime, cpu_features, file_inputs, shape_mismatch
+from mmrmt.models import backbones
+from mmrmt.utils import PreflightError, check_graph_file, check_input_size, read_config
+from .contenders import backbone_type, parse_backbone
+from .models import TENSOR_MODE_PROPOSALS
+from .upstream_rest import check_upstream_repo
+
+
+def check_backbone(name: str, impls: List[Optional[str]]) -> None:
+    """Fail unless ``name`` is a backbone and arch and each of ``impls`` one of its implementations.
+
+    Only RMT has two (its ``impl`` argument checks the values); ResT is
+    compared with the authors' code through ``--upstream-repo`` instead.
+
+    Raises:
+        PreflightError: One line naming the problem.
+    """
+    try:
+        backbone, arch = parse_backbone(name)
+    except ValueError as error:
+        raise PreflightError(str(error)) from error
+    archs = getattr(backbones, backbone).arch_zoo
+    if arch not in archs:
+        raise PreflightError(f'--backbone {name}: {backbone} has no arch {arch!r}; choose one of {sorted(archs)}.')
+    check_impls(backbone, impls)
+
+
+def check_impls(backbone: str, impls: List[Optional[str]]) -> None:
+    """Fail unless each of ``impls`` is an implementation of the backbone type ``backbone``.
+
+    Raises:
+        PreflightError: One line naming the problem.
+    """
+    others = [impl for impl in impls if impl not in (None, 'fast')]
+    if backbone != 'RMT' and others:
+        compare = ("; compare ResT with the authors' code through --upstream-repo CLONE"
+                   if backbone == 'ResT' else '')
+        raise PreflightError(f'--impl {others[0]}: {backbone} has one implementation, give --impl fast or '
+                             f'no --impl (--impl compares the forms of RMT){compare}.')
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Fail on arguments and combinations the benchmark cannot run, before any worker starts.
+
+    Raises:
+        PreflightError: One line naming the problem.
+    """
+    if (args.config is None) == (args.backbone is None):
+        raise PreflightError('give either a config file or --backbone TYPE-ARCH, not both or neither.')
+    if args.config is not None:
+        config = read_config(args.config)  # here, in one line: the workers that build its model would die of it
+        check_cpu_amp(args, config)
+        check_impls(backbone_type(config), args.impl)
+    if args.device == 'cuda' and not torch.cuda.is_available():
+        raise PreflightError('--device cuda, but torch sees no CUDA device.')
+    if args.device not in ('cpu', 'cuda'):
+        raise PreflightError(f"--device must be 'cpu' or 'cuda', got {args.device!r}.")
+    if args.device == 'cpu' and not Path('/proc/self/clear_refs').exists():
+        raise PreflightError('CPU peak memory is read from /proc/self (Linux only).')
+    if len(set(args.impl)) != len(args.impl):
+        raise PreflightError(f'--impl lists an implementation twice: {args.impl}.')
+    if args.backbone is not None:
+        check_backbone(args.backbone, args.impl)
+    if args.repeats < 1 or args.warmup < 0 or args.batch < 1:
+        raise PreflightError('--repeats and --batch must be >= 1 and --warmup >= 0.')
+    if args.threads is not None and args.threads < 1:
+        raise PreflightError(f"--threads must be >= 1, got {args.threads} (leave it out for torch's default).")
+    check_input_size(*args.shape, 'time')
+    if args.onnx is not None:
+        check_onnx_args(args)
+    elif args.runtime != ['onnxruntime'] or args.precision != ['f32']:
+        raise PreflightError('--runtime and --precision choose how --onnx files run: add --onnx FILE.')
+    if args.upstream_repo is not None:
+        if not (args.backbone or '').lower().startswith('rest-') or args.onnx:
+            raise PreflightError('--upstream-repo compares ResT backbones: give --backbone rest-ARCH '
+                                 '(e.g. rest-lite), no config, no --onnx.')
+        try:
+            check_upstream_repo(args.upstream_repo)
+        except FileNotFoundError as error:
+            raise PreflightError(str(error)) from error
+
+
+def check_onnx_args(args: argparse.Namespace) -> None:
+    """Fail unless the --onnx files can be timed as given: inference on the CPU, runtimes that run each
+    --precision, f32 among them (every row is compared with float32), files that exist.
+
+    Raises:
+        PreflightError: One line naming the problem and the fix.
+    """
+    if args.mode != ['infer'] or args.device != 'cpu' or args.amp != 'none':
+        raise PreflightError('--onnx times inference on the CPU: give --mode infer, no --device cuda, no '
+                             '--amp (--precision f32 bf16 compares precisions).')
+    if 'f32' not in args.precision and 'openvino' in args.runtime:  # onnxruntime alone: check_runtime's line
+        raise PreflightError(f'--precision {" ".join(args.precision)} without f32: the table compares every row '
+                             'with float32 (speed-up, memory, error); give --precision f32 '
+                             f'{" ".join(args.precision)}')
+    check_runtimes(args)
+    for path in args.onnx:
+        check_graph_file(path, '--onnx file')
+
+
+def check_cpu_amp(args: argparse.Namespace, config) -> None:
+    """Fail where a detector under CPU autocast would reach mmcv's float32-only CPU kernels: every
+    prediction's NMS, and a two-stage detector's RPN NMS and RoIAlign in training too.
+
+    Raises:
+        PreflightError: One line naming the kernels and what to time instead.
+    """
+    detector = config.get('default_scope') == 'mmdet'
+    two_stage = 'rpn_head' in config.get('model', {})
+    if args.device == 'cpu' and args.amp != 'none' and detector and ('infer' in args.mode or two_stage):
+        raise PreflightError(f"--amp {args.amp} on the CPU: mmcv's CPU nms and RoIAlign take float32 only, so "
+                             f"this detector's {'prediction' if 'infer' in args.mode else 'training'} cannot run "
+                             'under autocast; time the bf16 model with --onnx FILE --precision f32 bf16 (tensor '
+                             'mode, RoIAlign in float32) or the backbone with --backbone TYPE-ARCH --amp bf16')
+
+
+def check_runtimes(args: argparse.Namespace) -> None:
+    """Fail unless every --runtime is installed and runs every --precision (bf16 in OpenVINO,
+    onnxruntime's rows f32 only), and torch's bf16 autocast has native bf16.
+
+    Raises:
+        PreflightError: One line naming the problem and the fix.
+    """
+    for precision in args.precision:
+        for runtime in args.runtime:
+            if not (runtime == 'onnxruntime' and precision == 'bf16' and 'openvino' in args.runtime):
+                check_runtime(runtime, precision)
+    features = cpu_features()
+    if 'bf16' in args.precision and not features.bf16:
+        raise PreflightError(f"--precision bf16: this CPU ({features.model}) has no AVX-512 BF16 or AMX, where "
+                             "torch's bf16 autocast is emulated; use --precision f32")
+
+
+def check_onnx_inputs(args: argparse.Namespace) -> None:
+    """Fail with one line if an --onnx file does not take the benchmark's inputs.
+
+    Raises:
+        PreflightError: Naming the file and what it takes.
+    """
+    for path in args.onnx or ():
+        mismatch = onnx_input_mismatch(path, args.batch, tuple(args.shape))
+        if mismatch:
+            raise PreflightError(f'--onnx {path} does not take --batch {args.batch} --shape {args.shape[0]} '
+                                 f'{args.shape[1]}: {mismatch}; export it at this batch and shape '
+                                 '(pytorch2onnx.py --batch N --shape H W) or with --dynamic')
+
+
+def onnx_input_mismatch(path: str, batch: int, shape: Tuple[int, int]) -> Optional[str]:
+    """What keeps the file from taking the benchmark's inputs (None if nothing).
+
+    Two inputs mean a two-stage detector: the images, then the proposals.
+    """
+    declared = file_inputs(path)
+    given = [(batch, 3, *shape)] + [(TENSOR_MODE_PROPOSALS, 4)] * (len(declared) == 2)
+    return shape_mismatch(declared, given)

@@ -1,0 +1,58 @@
+"""What one benchmark run compares: the torch implementations, the exported files in each runtime, the
+authors' ResT, each a contender that one worker process runs."""
+import argparse
+from typing import List, Optional, Tuple
+
+from mmrmt.deployment.runtime import runtime_label
+
+#: ``--backbone`` TYPE -> the registered backbone.
+BACKBONE_TYPES = {'rmt': 'RMT', 'rest': 'ResT', 'resmlp': 'ResMLP'}
+UPSTREAM_IMPL = 'upstream'
+#: A worker's job: (its label in the table, torch impl, precision, runtime or None for torch, file).
+Contender = Tuple[str, Optional[str], str, Optional[str], Optional[str]]
+
+
+def parse_backbone(name: str) -> Tuple[str, str]:
+    """The registered type and the arch of ``--backbone TYPE-ARCH`` (e.g. 'rmt-t' -> ('RMT', 't')).
+
+    Raises:
+        ValueError: One line naming the known types.
+    """
+    backbone, _, arch = name.lower().partition('-')
+    if backbone not in BACKBONE_TYPES or not arch:
+        raise ValueError(f'--backbone must be TYPE-ARCH with TYPE in {sorted(BACKBONE_TYPES)}, '
+                         f'e.g. rmt-t; got {name!r}.')
+    return BACKBONE_TYPES[backbone], arch
+
+
+def backbone_type(config) -> str:
+    """The registered name of a config's backbone type ('RMT' for 'RMT' or 'mmrmt.RMT')."""
+    kind = config.model.backbone.type
+    return (kind if isinstance(kind, str) else kind.__name__).rpartition('.')[2]
+
+
+def runtime_pairs(args: argparse.Namespace) -> List[Tuple[str, str]]:
+    """(runtime, precision) of the rows of each --onnx file: onnxruntime in f32 only."""
+    return [(runtime, precision) for runtime in args.runtime for precision in args.precision
+            if runtime == 'openvino' or precision == 'f32']
+
+
+def contenders(args: argparse.Namespace) -> List[Contender]:
+    """The torch implementations (with --onnx at each --precision), then each --onnx file in each
+    runtime and precision ('onnxruntime FILE', 'openvino bf16 FILE'), or the authors' ResT with
+    --upstream-repo."""
+    precisions = args.precision if args.onnx else ['f32']
+    eager = [(f'{impl or "default"}{" bf16 autocast" * (precision == "bf16")}', impl, precision, None, None)
+             for precision in precisions for impl in args.impl]
+    graphs = [(f'{runtime_label(runtime, precision)} {path}', None, precision, runtime, path)
+              for path in args.onnx or () for runtime, precision in runtime_pairs(args)]
+    upstream = [(UPSTREAM_IMPL, UPSTREAM_IMPL, 'f32', None, None)] if args.upstream_repo else []
+    return eager + graphs + upstream
+
+
+def baseline_label(args: argparse.Namespace) -> str:
+    """The contender the table's ratios compare with: the authors' ResT, else the reference
+    implementation, else the first one given (float32 in torch: --precision always holds f32)."""
+    if args.upstream_repo:
+        return UPSTREAM_IMPL
+    return 'reference' if 'reference' in args.impl else args.impl[0] or 'default'

@@ -1,0 +1,45 @@
+"""What the benchmark prints: how a file runs the batch, and the Markdown table of the contenders."""
+import argparse
+from typing import Dict, Tuple
+
+import torch
+
+from mmrmt.deployment.runtime import ImageChunks, onnx_graph, relative_difference
+from .contenders import baseline_label, contenders
+from .workers import Result
+
+
+def graph_batches(path: str, batch: int, shape: Tuple[int, int]) -> str:
+    """How an --onnx file runs the benchmark's batch: some images a run, or the whole batch."""
+    images = ImageChunks(onnx_graph(path)).images_per_run((3, *shape))
+    if images is None:
+        return 'the whole batch a run (a fixed batch, or not one image an output row)'
+    return f'{min(images, batch)} of the {batch} images a run (a dynamic batch, in chunks as eager)'
+
+
+def format_table(args: argparse.Namespace, results: Dict[str, Dict[str, Result]]) -> str:
+    """The Markdown table: one row a contender and mode; with --onnx also each one's output error."""
+    label = baseline_label(args)
+    error_column = ' error vs float32 |' if args.onnx else ''
+    lines = ['| impl | mode | median s | img/s | peak MB | speed-up vs ' f'{label} | memory vs {label} | '
+             'process peak MB |' + error_column, '|---|---|---|---|---|---|---|---|' + '---|' * bool(args.onnx)]
+    for mode, per_impl in results.items():
+        base_time, base_peak, _, _ = per_impl[label]
+        references = {runtime is None: per_impl[name][3] for name, _, _, runtime, _ in reversed(contenders(args))}
+        runtimes = {name: runtime for name, _, _, runtime, _ in contenders(args)}
+        for impl, (seconds, peak, process_peak, outputs) in per_impl.items():
+            error = f' {output_error(references[runtimes[impl] is None], outputs)} |' if args.onnx else ''
+            lines.append(f'| {impl} | {mode} | {seconds:.3f} | {args.batch / seconds:.2f} | '
+                         f'{peak / 2**20:.0f} | {base_time / seconds:.2f}x | '
+                         f'{peak / base_peak if base_peak > 0 else float("nan"):.2f}x | '
+                         f'{process_peak / 2**20:.0f} |' + error)
+    return '\n'.join(lines)
+
+
+def output_error(expected: list, actual: list) -> str:
+    """max |actual - expected| / max |expected| over the outputs (:func:`relative_difference`),
+    or 'n/a' for outputs of another kind."""
+    try:
+        return f'{relative_difference([torch.from_numpy(array) for array in expected], actual):.1e}'
+    except ValueError:
+        return 'n/a'
