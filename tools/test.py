@@ -27,8 +27,8 @@ import os.path as osp
 from mmengine.config import Config
 
 from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files, check_new_file,
-                         check_run_checkpoint, check_writable, config_model_shapes, load_run_config, parse_launch_args,
-                         run_main, run_phase)
+                         check_not_an_input, check_run_checkpoint, check_writable, config_model_shapes,
+                         dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase)
 from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 from mmrmt.utils.test_time_aug import use_test_time_aug
 
@@ -76,16 +76,21 @@ def main() -> None:
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
     if args.tta:
         use_test_time_aug(cfg)
+    inputs = [('the checkpoint', args.checkpoint), ('the config', args.config),
+              *dataloader_inputs(cfg, ['test_dataloader'])]
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+    check_not_an_input(cfg.work_dir, '--work-dir', inputs)
     check_work_dir_unused(cfg.work_dir)
     if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
         raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
     if args.out and is_detection(cfg):
-        check_new_file(args.out, '--out', args.force)
+        check_new_file(args.out, '--out', args.force, inputs)
     elif args.out:
         check_writable(args.out, '--out', is_dir=True)
+        check_not_an_input(args.out, '--out', inputs)
     if args.show_dir:
         check_writable(args.show_dir, '--show-dir', is_dir=True)
+        check_not_an_input(args.show_dir, '--show-dir', inputs)
     check_run_checkpoint(cfg, config_model_shapes(cfg), args.checkpoint, 'checkpoint',
                          allow_partial=args.allow_partial_load)
     check_dataloader_paths(cfg, ['test_dataloader'])

@@ -24,9 +24,9 @@ from mmengine.config import Config
 
 from mmrmt.engine.own_checkpoint import checkpoint_out_dir
 from mmrmt.utils import (PreflightError, add_resume_rng_hook, build_runner, check_dataloader_paths,
-                         check_evaluator_files, check_pretrained_checkpoints, check_run_checkpoint, check_writable,
-                         config_model_shapes, latest_checkpoint, load_run_config, parse_launch_args, run_main,
-                         run_phase)
+                         check_evaluator_files, check_not_an_input, check_pretrained_checkpoints, check_run_checkpoint,
+                         check_writable, config_model_shapes, dataloader_inputs, latest_checkpoint, load_run_config,
+                         parse_launch_args, run_main, run_phase)
 from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
 from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 
@@ -81,6 +81,8 @@ def main() -> None:
     if args.auto_scale_lr:
         enable_auto_scale_lr(cfg)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+    check_not_an_input(cfg.work_dir, '--work-dir', [('the config', args.config),
+                                                    *dataloader_inputs(cfg, ['train_dataloader', 'val_dataloader'])])
     model_shapes = config_model_shapes(cfg)
     check_pretrained_checkpoints(cfg)
     start = set_start_checkpoint(cfg, args.resume)

@@ -15,6 +15,7 @@ import numpy as np
 from mmengine.config import Config
 
 from mmrmt.utils import PreflightError, replaced_atomically
+from mmrmt.utils.output_guard import resolved
 
 #: File endings read from a folder (a single file or a glob match is taken as it is).
 IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
@@ -146,9 +147,11 @@ def output_files(images: Sequence[Path], out_dir: Path, force: bool) -> Dict[Pat
 
     Raises:
         PreflightError: Two images share a file name stem (their outputs
-            would collide), or an output file exists and ``force`` is off.
+            would collide), an output file is an input image (links resolved;
+            whatever ``force`` says), or an output file exists and ``force`` is off.
     """
     outputs, owners = {}, {}
+    inputs = {resolved(str(image)): image for image in images}
     for image in images:
         if image.stem in owners:
             raise PreflightError(f'{owners[image.stem]} and {image} would write the same output files '
@@ -156,6 +159,11 @@ def output_files(images: Sequence[Path], out_dir: Path, force: bool) -> Dict[Pat
         owners[image.stem] = image
         outputs[image] = OutputFiles(out_dir / 'vis' / image.name,
                                      out_dir / 'preds' / f'{image.stem}.json')
+    for path in (path for files in outputs.values() for path in files):
+        if resolved(str(path)) in inputs:
+            raise PreflightError(f'--out-dir {out_dir} would write {path}, the input image '
+                                 f'{inputs[resolved(str(path))]}; a tool never writes over its inputs (not even '
+                                 'with --force): choose another --out-dir')
     existing = [str(path) for files in outputs.values() for path in files if path.exists()]
     if existing and not force:
         more = f' and {len(existing) - 1} more' if len(existing) > 1 else ''

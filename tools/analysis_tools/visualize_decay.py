@@ -159,7 +159,8 @@ def main(argv: Optional[List[str]] = None) -> AttentionMaps:
         raise PreflightError(f'--weights checkpoint not found: {args.weights}')
     if not args.out.lower().endswith('.png'):
         raise PreflightError(f'--out must name a .png file, got {args.out}')
-    check_new_file(args.out, '--out', args.force, source=args.image)
+    check_new_file(args.out, '--out', args.force,
+                   inputs=[('--image', args.image), ('the config', args.config), ('--weights', args.weights)])
     image = read_image(args.image, args.max_size)
     model = build_cpu_model(cfg)
     grid = feature_size(*image.shape[:2], args.stage)

@@ -80,7 +80,9 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Config, str]:
         check_run_checkpoint(model_cfg, config_model_shapes(model_cfg), args.weights, '--weights checkpoint')
     check_writable(args.work_dir, '--work-dir', is_dir=True)
     graph = osp.join(args.work_dir, deploy_cfg.onnx_config.save_file)
-    check_new_file(graph, 'the graph', args.force)
+    check_new_file(graph, 'the graph', args.force,
+                   inputs=[('the deploy config', args.deploy_cfg), ('the model config', args.model_cfg),
+                           ('the image', args.image), ('--weights', args.weights)])
     return deploy_cfg, model_cfg, graph
 
 
