@@ -24,6 +24,7 @@ from mmrmt.deployment.runtimes import add_runtime_arguments, check_runtime, runt
 from mmrmt.utils import (PreflightError, add_cfg_options, build_runner, check_dataloader_paths, check_evaluator_files,
                          check_graph_file, check_not_an_input, check_writable, dataloader_inputs, load_run_config,
                          run_main)
+from mmrmt.utils.model_kind import check_graph_fits_config
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -45,6 +46,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     check_runtime(args.runtime, args.precision)
     work_dir = args.work_dir or str(Path('work_dirs') / f'{Path(args.config).stem}_onnx')
     cfg = load_run_config(args.config, args.cfg_options, 'none', work_dir)
+    check_graph_fits_config(args.model, cfg, args.config)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
     check_not_an_input(cfg.work_dir, '--work-dir', [('the model', args.model), ('the config', args.config),
                                                     *dataloader_inputs(cfg, ['test_dataloader'])])
