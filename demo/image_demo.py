@@ -17,17 +17,19 @@ mmseg's MMSegInferencer. For each image it writes
 Images that cannot be decoded are reported, one line each, and skipped; the
 others are still processed, and the exit status is then 1. An image that the
 config's test scale would shrink to nothing (e.g. 10000x50 pixels at a small
-scale) stops the run before the model is built. Existing output
-files are never replaced without ``--force``. Without ``--weights`` the model
+scale), or larger than 8192x8192 pixels (also once enlarged by
+``--picture-scale``), stops the run before the model is built. Existing output
+files are never replaced without ``--force``, and an input image never. Without ``--weights`` the model
 keeps random weights (useful only to try the tool).
 """
 import argparse
 import sys
 from pathlib import Path
 
-from mmrmt.apis import (build_inferencer, check_test_scale, collect_images, output_files, predict_images,
-                        read_image_sizes)
+from mmrmt.apis import (build_inferencer, check_image_bounds, check_test_scale, collect_images, output_files,
+                        predict_images, read_image_sizes)
 from mmrmt.utils import PreflightError, check_writable, read_config, read_run_checkpoint, run_main
+from mmrmt.utils.device import check_device
 
 
 def parse_args() -> argparse.Namespace:
@@ -55,10 +57,14 @@ def main() -> None:
     args = parse_args()
     if args.batch_size < 1 or args.picture_scale < 1:
         raise PreflightError('--batch-size and --picture-scale must be at least 1')
+    if not 0 <= args.pred_score_thr <= 1:  # also false for nan
+        raise PreflightError(f'--pred-score-thr is a score between 0 and 1, got {args.pred_score_thr}')
+    check_device(args.device)
     cfg = read_config(args.config)
     if args.weights:
         read_run_checkpoint(args.weights, '--weights checkpoint')
     images = collect_images(args.inputs)
+    check_image_bounds(images, args.picture_scale)
     sizes, problems = read_image_sizes(images)
     check_test_scale(cfg, sizes)
     readable = list(sizes)

@@ -4,9 +4,12 @@
 # Without CUDA the processes run on the CPU over gloo. Environment:
 # PYTHON (default python), NNODES, NODE_RANK, MASTER_ADDR, PORT.
 set -euo pipefail
-CONFIG=$1
-CHECKPOINT=$2
-NPROC=$3
+source "$(dirname "$0")/dist_args.sh"
+ARGC=$#
+CONFIG=${1-}
+CHECKPOINT=${2-}
+NPROC=${3-}
+check_dist_args "tools/dist_test.sh CONFIG CHECKPOINT N [tools/test.py options]" 3 "$NPROC"
 shift 3
 exec "${PYTHON:-python}" -m torch.distributed.run \
     --nnodes="${NNODES:-1}" \

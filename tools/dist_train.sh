@@ -4,8 +4,11 @@
 # Without CUDA the processes train on the CPU over gloo. Environment:
 # PYTHON (default python), NNODES, NODE_RANK, MASTER_ADDR, PORT.
 set -euo pipefail
-CONFIG=$1
-NPROC=$2
+source "$(dirname "$0")/dist_args.sh"
+ARGC=$#
+CONFIG=${1-}
+NPROC=${2-}
+check_dist_args "tools/dist_train.sh CONFIG N [tools/train.py options]" 2 "$NPROC"
 shift 2
 exec "${PYTHON:-python}" -m torch.distributed.run \
     --nnodes="${NNODES:-1}" \

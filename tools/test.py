@@ -8,14 +8,17 @@ bbox/segm mAP (CocoMetric) for detection, mIoU (IoUMetric) for segmentation.
                          [--force] [--show-dir DIR] [--tta] [--allow-partial-load]
                          [--cfg-options KEY=VALUE ...] [--launcher pytorch]
 
-Before the run starts it checks the config, the data paths, that the work dir
-and ``--out`` can be written, and the checkpoint: readable and holding
+Before the run starts it checks the config, the data paths, that the work dir,
+``--out`` and ``--show-dir`` can be written and are none of the inputs (the
+checkpoint, the config, the test set's files, links resolved; ``--force``
+does not change that), and the checkpoint: readable and holding
 exactly the model's weights (a checkpoint of another model would otherwise
 evaluate random weights); ``--allow-partial-load`` accepts a partial one.
 Each problem ends the tool with one line.
 
 ``--out``: detection dumps the predictions to a .pkl file (mmdet's
-DumpDetResults; an existing file is replaced only with ``--force``);
+DumpDetResults, written atomically; an existing file is replaced only with
+``--force``, and a second run writing the same file meanwhile is refused);
 segmentation writes the predicted label maps as PNGs into the folder
 (mmseg's IoUMetric ``output_dir``).
 ``--show-dir``: detection writes one painted image per test image into the
@@ -23,12 +26,14 @@ folder; segmentation writes them to ``DIR/vis_data/vis_image/`` (mmseg's layout)
 """
 import argparse
 import os.path as osp
+from contextlib import nullcontext
 
 from mmengine.config import Config
 
 from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files, check_new_file,
-                         check_run_checkpoint, check_writable, config_model_shapes, load_run_config, parse_launch_args,
-                         run_main, run_phase)
+                         check_not_an_input, check_run_checkpoint, check_writable, config_model_shapes,
+                         dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase)
+from mmrmt.utils.output_claim import claimed
 from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 from mmrmt.utils.test_time_aug import use_test_time_aug
 
@@ -76,16 +81,21 @@ def main() -> None:
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
     if args.tta:
         use_test_time_aug(cfg)
+    inputs = [('the checkpoint', args.checkpoint), ('the config', args.config),
+              *dataloader_inputs(cfg, ['test_dataloader'])]
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+    check_not_an_input(cfg.work_dir, '--work-dir', inputs)
     check_work_dir_unused(cfg.work_dir)
     if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
         raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
     if args.out and is_detection(cfg):
-        check_new_file(args.out, '--out', args.force)
+        check_new_file(args.out, '--out', args.force, inputs)
     elif args.out:
         check_writable(args.out, '--out', is_dir=True)
+        check_not_an_input(args.out, '--out', inputs)
     if args.show_dir:
         check_writable(args.show_dir, '--show-dir', is_dir=True)
+        check_not_an_input(args.show_dir, '--show-dir', inputs)
     check_run_checkpoint(cfg, config_model_shapes(cfg), args.checkpoint, 'checkpoint',
                          allow_partial=args.allow_partial_load)
     check_dataloader_paths(cfg, ['test_dataloader'])
@@ -97,11 +107,12 @@ def main() -> None:
     if args.out and not is_detection(cfg):
         cfg.test_evaluator.output_dir = args.out
         cfg.test_evaluator.keep_results = True
-    runner = build_runner(cfg)
-    if args.out and is_detection(cfg):
-        from mmdet.evaluation import DumpDetResults
-        runner.test_evaluator.metrics.append(DumpDetResults(out_file_path=args.out))
-    run_phase(runner, 'test')
+    with claimed(args.out, '--out') if args.out else nullcontext():
+        runner = build_runner(cfg)
+        if args.out and is_detection(cfg):
+            from mmrmt.utils.prediction_dump import AtomicDumpDetResults
+            runner.test_evaluator.metrics.append(AtomicDumpDetResults(args.out, args.force))
+        run_phase(runner, 'test')
 
 
 if __name__ == '__main__':

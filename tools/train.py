@@ -13,7 +13,8 @@ Before the run starts it checks the config, the data paths, that the work
 dir can be written, the model's ``Pretrained`` files (readable), and the
 checkpoint the run starts from: readable, a training checkpoint for
 ``--resume``, and holding exactly the model's weights (unless
-``--allow-partial-load``); ``--cfg-options`` keys and values, and that the
+``--allow-partial-load``); that a run without ``--resume`` would overwrite
+no earlier run's checkpoints in the work dir; ``--cfg-options`` keys and values, and that the
 model builds. Each problem ends the tool with one line, before anything is written.
 """
 import argparse
@@ -24,11 +25,11 @@ from mmengine.config import Config
 
 from mmrmt.engine.own_checkpoint import checkpoint_out_dir
 from mmrmt.utils import (PreflightError, add_resume_rng_hook, build_runner, check_dataloader_paths,
-                         check_evaluator_files, check_pretrained_checkpoints, check_run_checkpoint, check_writable,
-                         config_model_shapes, latest_checkpoint, load_run_config, parse_launch_args, run_main,
-                         run_phase)
+                         check_evaluator_files, check_not_an_input, check_pretrained_checkpoints, check_run_checkpoint,
+                         check_writable, config_model_shapes, dataloader_inputs, latest_checkpoint, load_run_config,
+                         parse_launch_args, run_main, run_phase)
 from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
-from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
+from mmrmt.utils.run_work_dir import check_no_earlier_run, check_work_dir_unused, use_own_work_dir_runner
 
 
 def parse_args() -> argparse.Namespace:
@@ -81,9 +82,13 @@ def main() -> None:
     if args.auto_scale_lr:
         enable_auto_scale_lr(cfg)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+    check_not_an_input(cfg.work_dir, '--work-dir', [('the config', args.config),
+                                                    *dataloader_inputs(cfg, ['train_dataloader', 'val_dataloader'])])
     model_shapes = config_model_shapes(cfg)
     check_pretrained_checkpoints(cfg)
     start = set_start_checkpoint(cfg, args.resume)
+    if not cfg.get('resume'):
+        check_no_earlier_run(cfg.work_dir, checkpoint_out_dir(cfg))
     if start is not None:
         check_run_checkpoint(cfg, model_shapes, *start, resume=bool(cfg.get('resume')),
                              allow_partial=args.allow_partial_load)

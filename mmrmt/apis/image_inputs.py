@@ -13,11 +13,17 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 import mmcv
 import numpy as np
 from mmengine.config import Config
+from PIL import Image
 
 from mmrmt.utils import PreflightError, replaced_atomically
+from mmrmt.utils.output_guard import resolved
 
 #: File endings read from a folder (a single file or a glob match is taken as it is).
 IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
+
+#: The largest image, and painted picture, the demo takes: 8192x8192 pixels. A Mask R-CNN
+#: pastes each of its (up to 100) masks at the image's full size, a byte a pixel: 6.7 GB here.
+MAX_PIXELS = 8192 * 8192
 
 
 class OutputFiles(NamedTuple):
@@ -78,6 +84,43 @@ def read_image(image: Path) -> np.ndarray:
     if decoded is None:
         raise PreflightError(f'{image} {problem}')
     return decoded
+
+
+def header_size(image: Path) -> Optional[Tuple[int, int]]:
+    """(width, height) of ``image`` from its header, without decoding its pixels; None when
+    PIL cannot read the header (the decoder then reports the file)."""
+    limit, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, None  # the size is what is asked here
+    try:
+        with Image.open(image) as opened:
+            return opened.size
+    except Exception:  # noqa: BLE001 (PIL raises many kinds for a foreign file)
+        return None
+    finally:
+        Image.MAX_IMAGE_PIXELS = limit
+
+
+def check_image_bounds(images: Sequence[Path], picture_scale: int) -> None:
+    """Fail, before any image is decoded, if an image or its painted picture exceeds :data:`MAX_PIXELS`.
+
+    Args:
+        images (Sequence[Path]): The input images.
+        picture_scale (int): How many times each picture is enlarged.
+
+    Raises:
+        PreflightError: Naming the image, its size and what to do.
+    """
+    for image in images:
+        size = header_size(image)
+        if size is None:
+            continue
+        width, height = size
+        if width * height > MAX_PIXELS:
+            raise PreflightError(f'{image} is {width}x{height} pixels, more than the demo takes ({MAX_PIXELS:,} '
+                                 'pixels, e.g. 8192x8192: each mask is pasted at full size); shrink it first')
+        if width * height * picture_scale ** 2 > MAX_PIXELS:
+            raise PreflightError(f'--picture-scale {picture_scale} would paint {image} ({width}x{height}) on '
+                                 f'{width * picture_scale}x{height * picture_scale} pixels, more than '
+                                 f'{MAX_PIXELS:,}: give at most {int((MAX_PIXELS / (width * height)) ** 0.5)}')
 
 
 def read_image_sizes(images: Sequence[Path]) -> Tuple[Dict[Path, Tuple[int, int]], Dict[Path, str]]:
@@ -146,9 +189,11 @@ def output_files(images: Sequence[Path], out_dir: Path, force: bool) -> Dict[Pat
 
     Raises:
         PreflightError: Two images share a file name stem (their outputs
-            would collide), or an output file exists and ``force`` is off.
+            would collide), an output file is an input image (links resolved;
+            whatever ``force`` says), or an output file exists and ``force`` is off.
     """
     outputs, owners = {}, {}
+    inputs = {resolved(str(image)): image for image in images}
     for image in images:
         if image.stem in owners:
             raise PreflightError(f'{owners[image.stem]} and {image} would write the same output files '
@@ -156,6 +201,11 @@ def output_files(images: Sequence[Path], out_dir: Path, force: bool) -> Dict[Pat
         owners[image.stem] = image
         outputs[image] = OutputFiles(out_dir / 'vis' / image.name,
                                      out_dir / 'preds' / f'{image.stem}.json')
+    for path in (path for files in outputs.values() for path in files):
+        if resolved(str(path)) in inputs:
+            raise PreflightError(f'--out-dir {out_dir} would write {path}, the input image '
+                                 f'{inputs[resolved(str(path))]}; a tool never writes over its inputs (not even '
+                                 'with --force): choose another --out-dir')
     existing = [str(path) for files in outputs.values() for path in files if path.exists()]
     if existing and not force:
         more = f' and {len(existing) - 1} more' if len(existing) > 1 else ''

@@ -10,6 +10,7 @@ from typing import Dict, Optional
 
 import torch
 
+from .url import fetch_checkpoint, is_url
 from .weights_only import allow_mmengine_checkpoints
 
 #: A network's weights: key -> tensor.
@@ -74,8 +75,8 @@ def read_checkpoint(filename: str) -> object:
             another kind of file) or holds objects that are not allowed.
     """
     allow_mmengine_checkpoints()  # done by ``import mmrmt`` already; here for direct imports
-    if filename.startswith(('http://', 'https://')):
-        return torch.hub.load_state_dict_from_url(filename, map_location='cpu', weights_only=True)
+    if is_url(filename):
+        filename = fetch_checkpoint(filename)
     if not osp.isfile(filename):
         raise FileNotFoundError(f'checkpoint not found: {filename}')
     unreadable = f'{filename} is not a readable PyTorch checkpoint'

@@ -8,12 +8,12 @@ from mmengine.dist import broadcast_object_list
 from mmengine.hooks import Hook
 from mmengine.logging import MMLogger
 from mmengine.registry import RUNNERS
-from mmengine.runner import Runner
+from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.checkpoint import checkpoint_file_problem
 from .inert_checkpoint_loading import make_checkpoint_inert
-from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, keep_checkpoint_paths_own,
-                             own_last_checkpoint)
+from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, is_remote,
+                             keep_checkpoint_paths_own, own_last_checkpoint)
 from .resume_rng_hook import ResumeRNGHook
 from .work_dir_lock import WorkDirBusyError, WorkDirLock
 
@@ -47,6 +47,9 @@ class OwnWorkDirRunner(Runner):
       resume runs, only plain data (besides the guard of the load path,
       :mod:`mmrmt.engine.inert_checkpoint_loading`, which covers the loaders
       registered before :mod:`mmrmt.engine` was imported).
+    * **Whole checkpoints.** A local checkpoint is written to a temporary
+      file and moved into place: a full disk leaves no truncated
+      ``iter_N.pth``, and ``last_checkpoint`` keeps naming the last complete one.
 
     mmrmt's configs select it with ``runner_type='OwnWorkDirRunner'``
     (``configs/_base_/mmrmt_runtime.py``), which mmdet's and mmseg's own
@@ -134,6 +137,24 @@ class OwnWorkDirRunner(Runner):
         super().resume(filename, *args, **kwargs)
         folder = checkpoint_folder(self.work_dir, checkpoint_out_dir(self.cfg))
         keep_checkpoint_paths_own(self.message_hub, folder)
+
+    def save_checkpoint(self, out_dir: str, filename: str, *args, **kwargs) -> None:
+        """mmengine's, writing a local checkpoint whole or not at all: to a temporary file beside
+        it, then moved into place. A failure (e.g. a full disk) leaves no partial file and ends
+        the run with one line naming the last complete checkpoint."""
+        if is_remote(out_dir):
+            return super().save_checkpoint(out_dir, filename, *args, **kwargs)
+        from mmrmt.utils.atomic_file import replaced_atomically  # here: mmrmt.utils imports this module
+        destination = osp.join(out_dir, filename)
+        try:
+            with replaced_atomically(destination) as temporary:
+                super().save_checkpoint(out_dir, osp.basename(temporary), *args, **kwargs)
+        except OSError as error:
+            last = find_latest_checkpoint(self.work_dir)
+            kept = (f'the last complete one is {last} (resume from it with --resume once there is room)'
+                    if last else 'no earlier checkpoint of this run exists')
+            self._exit_with(f'cannot write checkpoint {destination}: {error.strerror or error}; nothing of it '
+                            f'was left, and {kept}')
 
     def _in_own_work_dir(self, phase: Callable[[], Any]) -> Any:
         """Run ``phase`` holding the work dir's lock, released afterwards."""

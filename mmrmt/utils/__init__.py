@@ -10,7 +10,8 @@ from .dataset_meta import config_dataset_meta
 from .input_size import MAX_PIXELS, MAX_SIDE, check_input_size
 from .model_from_config import build_cpu_model
 from .onnx_file import check_graph_file
-from .preflight import (PreflightError, check_dataloader_paths, check_evaluator_files, check_new_file, check_writable,
+from .output_guard import check_new_file, check_not_an_input, dataloader_inputs
+from .preflight import (PreflightError, check_dataloader_paths, check_evaluator_files, check_writable,
                         file_errors_as_tool_errors)
 from .run_checkpoint import (check_pretrained_checkpoints, check_run_checkpoint, config_model_shapes, latest_checkpoint,
                              read_run_checkpoint)
@@ -22,7 +23,8 @@ __all__ = [
     'replaced_atomically', 'add_cfg_options', 'apply_cfg_options', 'read_config', 'converter_arguments',
     'file_errors_as_tool_errors', 'backbone_converter_main', 'write_checked', 'config_dataset_meta', 'build_cpu_model',
     'check_graph_file', 'MAX_PIXELS', 'MAX_SIDE', 'check_input_size',
-    'PreflightError', 'check_dataloader_paths', 'check_evaluator_files', 'check_new_file',
+    'PreflightError', 'check_dataloader_paths', 'check_evaluator_files', 'check_new_file', 'check_not_an_input',
+    'dataloader_inputs',
     'check_writable', 'check_pretrained_checkpoints', 'check_run_checkpoint', 'config_model_shapes',
     'latest_checkpoint', 'read_run_checkpoint', 'add_resume_rng_hook', 'build_runner',
     'load_run_config', 'parse_launch_args', 'run_phase', 'revert_sync_bn_when_single', 'run_main'

@@ -7,7 +7,7 @@ from typing import Iterator
 
 
 @contextmanager
-def replaced_atomically(destination: str) -> Iterator[str]:
+def replaced_atomically(destination: str, overwrite: bool = True) -> Iterator[str]:
     """A fresh temporary path beside ``destination`` that replaces it if the block succeeds.
 
     Write (and check) the file at the yielded path; when the block ends
@@ -16,6 +16,13 @@ def replaced_atomically(destination: str) -> Iterator[str]:
     Nobody ever sees a half-written ``destination``, and a failure leaves it
     untouched. The temporary file is created with the usual permissions
     (the process umask applies).
+
+    Args:
+        destination (str): The file to write.
+        overwrite (bool): Whether an existing ``destination`` is replaced.
+            When False the file is linked into place (atomic too), and a
+            ``destination`` that appeared meanwhile raises
+            :class:`FileExistsError`, the temporary file removed.
 
     Example:
         >>> with replaced_atomically('out/backbone.pth') as temporary:
@@ -27,7 +34,11 @@ def replaced_atomically(destination: str) -> Iterator[str]:
     open(temporary, 'xb').close()
     try:
         yield temporary
-        os.replace(temporary, destination)
+        if overwrite:
+            os.replace(temporary, destination)
+        else:
+            os.link(temporary, destination)
+            os.unlink(temporary)
     except BaseException:
         if osp.exists(temporary):
             os.unlink(temporary)

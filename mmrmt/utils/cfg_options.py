@@ -7,7 +7,8 @@ fails deep inside it. Here each override is checked against the config:
 
 * ``KEY=VALUE`` form (a missing ``=``), and brackets in the value that
   balance (``[dict(a=1`` would otherwise be merged as a string, or fail
-  inside mmengine's parser);
+  inside mmengine's parser); a value with ``dict(...)`` is read by
+  :mod:`mmrmt.utils.cfg_value` (mmengine's parser cannot);
 * the key exists in the config, is a setting the runner reads
   (:data:`RUN_SETTINGS`), or is a constructor argument of the component (a
   dict with a ``type``) that receives it; else the message names the nearest
@@ -30,6 +31,7 @@ from mmengine.registry import (DATASETS, EVALUATOR, HOOKS, LOG_PROCESSORS, LOOPS
 from mmengine.runner import Runner
 
 from mmrmt.models.backbones.arch import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, ArgKind, check_arg
+from .cfg_value import parse_value
 from .preflight import PreflightError
 
 #: Where the classes named by a config's ``type`` keys are registered.
@@ -83,7 +85,8 @@ def parse_cfg_options(pairs: Sequence[str]) -> Dict[str, Any]:
         if problem is not None:
             raise PreflightError(f'--cfg-options {pair}: {problem} (a value with spaces must be one '
                                  'argument: quote it, e.g. \'key=[dict(a=1), dict(a=2)]\')')
-        options[key] = DictAction._parse_iterable(value)
+        # mmengine's DictAction for what it reads, mmrmt's parser for dict(...), which it cannot
+        options[key] = parse_value(value, pair) if 'dict(' in value else DictAction._parse_iterable(value)
     return options
 
 

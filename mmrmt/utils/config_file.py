@@ -81,10 +81,14 @@ def read_config(path: str) -> Config:
     """Load a config file; any problem becomes a one-line error naming the file.
 
     Raises:
-        PreflightError: The file is missing, its ``_base_`` files are
+        PreflightError: The file is missing or a folder, its ``_base_`` files are
             circular, or it (or one of its bases) has a syntax error or fails
             when run.
     """
+    if osp.isdir(path):
+        examples = sorted(Path(path).glob('*.py'))[:1]
+        raise PreflightError(f'config {path} is a folder, not a config file; name one of its files'
+                             + (f', e.g. {examples[0]}' if examples else ''))
     if not osp.isfile(path):
         raise PreflightError(f'config file not found: {path}')
     cycle = base_cycle(path)

@@ -24,7 +24,8 @@ from mmrmt.checkpoint.converters import (match_arch, rest_detectron2_to_mmrmt, r
 from mmrmt.models.backbones import RMT, ResT
 from mmrmt.models.backbones.base_backbone import PyramidBackbone
 from .atomic_file import replaced_atomically
-from .preflight import PreflightError, check_new_file, file_errors_as_tool_errors
+from .output_guard import check_new_file
+from .preflight import PreflightError, file_errors_as_tool_errors
 
 Arch = Union[str, dict]
 #: Channels and blocks per stage of a converted state dict.
@@ -132,7 +133,7 @@ def convert_backbone_file(src: str, dst: str, conversion: BackboneConversion, fo
     Returns:
         str | dict: The detected ``arch``.
     """
-    check_new_file(dst, 'destination', force, source=src)
+    check_new_file(dst, 'destination', force, inputs=[('the source', src)])
     with file_errors_as_tool_errors():
         state_dict, arch = backbone_weights(src, conversion)
     backbone_cls = conversion.backbone_cls

@@ -7,7 +7,7 @@ single-line message naming the missing path and how to fix it.
 import os
 import os.path as osp
 from contextlib import contextmanager
-from typing import Iterator, Optional, Sequence, Tuple
+from typing import Iterator, Sequence, Tuple
 
 from mmengine.config import Config
 
@@ -65,31 +65,6 @@ def check_writable(path: str, what: str, is_dir: bool) -> None:
         raise PreflightError(f'{what} {path} cannot be created: {existing} is a file, not a folder')
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PreflightError(f'{what} {path} cannot be created: {existing} is not writable')
-
-
-def same_file(first: str, second: str) -> bool:
-    """Whether two paths name one file (also through links)."""
-    return osp.abspath(first) == osp.abspath(second) or (
-        osp.exists(first) and osp.exists(second) and osp.samefile(first, second))
-
-
-def check_new_file(path: str, what: str, force: bool, source: Optional[str] = None) -> None:
-    """Fail if writing ``path`` would replace a user's file without ``--force``.
-
-    Args:
-        path (str): The file to write.
-        what (str): Its role in the message, e.g. ``'destination'``.
-        force (bool): Whether replacing an existing file was asked for.
-        source (str, optional): The input the file is made from; writing
-            over it also needs ``force``.
-    """
-    if not force and source is not None and same_file(path, source):
-        raise PreflightError(f'{what} {path} is the source itself; write elsewhere, or add '
-                             '--force to replace the source with the result')
-    if osp.exists(path) and not force:
-        raise PreflightError(f'{what} {path} exists; choose another path, or add --force to '
-                             'replace it')
-    check_writable(path, what, is_dir=False)
 
 
 def leaf_datasets(dataset: dict) -> Iterator[dict]:

@@ -19,6 +19,7 @@ from mmengine.logging import print_log
 from mmengine.model import BaseTTAModel
 
 from mmrmt.checkpoint import extract_state_dict, fit_problems, read_checkpoint, resumed_config, shapes
+from mmrmt.checkpoint.url import is_url
 from mmrmt.engine.own_checkpoint import ForeignCheckpointError, own_last_checkpoint
 from .model_from_config import build_cpu_model
 from .preflight import PreflightError, is_remote
@@ -58,7 +59,8 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
     """Read a checkpoint the run will load and return the shapes of its weights.
 
     Args:
-        path (str): Local path or URL (URLs are left to the runner: None).
+        path (str): Local path or URL (an http(s) one is fetched now; others are
+            left to the runner: None).
         role (str): What the file is for, in messages (``'checkpoint'``,
             ``'load_from checkpoint'``, ``'--resume checkpoint'``).
         resume (bool): Whether training resumes from it, so that it must
@@ -70,9 +72,9 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
             training checkpoint (e.g. a converted backbone), or its
             ``meta['config']``, which mmengine's resume runs, is not plain data.
     """
-    if is_remote(path):
+    if is_remote(path) and not is_url(path):
         return None
-    if not osp.isfile(path):
+    if not (is_url(path) or osp.isfile(path)):
         raise PreflightError(f'{role} not found: {path}')
     try:
         checkpoint = read_checkpoint(path)

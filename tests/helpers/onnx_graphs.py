@@ -31,3 +31,18 @@ def relocated(path: Path, location: str, out: Path) -> Path:
             entry.value = location
     onnx.save_model(model, str(out))
     return out
+
+
+def two_stage_like_graph(path: Path, masks: bool = False) -> Path:
+    """A graph with a two-stage detector's ports (``image``, ``proposals`` in; ``rpn_0_0``,
+    ``roi_0`` and with ``masks`` ``roi_2`` out), computing nothing of one."""
+    import onnx
+    from onnx import TensorProto, helper
+    ports = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 3]) for name in ('image', 'proposals')]
+    names = ['rpn_0_0', 'roi_0', *(['roi_2'] if masks else [])]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 3]) for name in names]
+    nodes = [helper.make_node('Identity', ['image'], ['rpn_0_0'])]
+    nodes += [helper.make_node('Add', ['image', 'proposals'], [name]) for name in names[1:]]
+    graph = helper.make_graph(nodes, 'two_stage_like', ports, outputs)
+    onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)]), str(path))
+    return path

@@ -29,3 +29,16 @@ def test_failure_leaves_the_destination_and_no_temporary_file(tmp_path):
         raise ValueError('the check failed')
     assert destination.read_text() == 'old'
     assert [path.name for path in tmp_path.iterdir()] == ['out.pth']
+
+
+def test_without_overwrite_a_file_that_appeared_meanwhile_is_kept(tmp_path):
+    destination = tmp_path / 'preds.pkl'
+    with replaced_atomically(str(destination), overwrite=False) as temporary:
+        with open(temporary, 'w') as file:
+            file.write('first')
+    assert destination.read_text() == 'first'
+    with pytest.raises(FileExistsError), replaced_atomically(str(destination), overwrite=False) as temporary:
+        with open(temporary, 'w') as file:
+            file.write('second')
+    assert destination.read_text() == 'first'
+    assert [path.name for path in tmp_path.iterdir()] == ['preds.pkl']

@@ -28,10 +28,28 @@ def test_new_file_refuses_to_replace_without_force(tmp_path):
     source, existing = tmp_path / 'src.pth', tmp_path / 'dst.pth'
     source.write_text('s')
     existing.write_text('d')
-    (tmp_path / 'link.pth').symlink_to(source)
+    inputs = [('the source', str(source))]
     with pytest.raises(PreflightError, match='exists; choose another path, or add --force'):
-        check_new_file(str(existing), 'destination', force=False, source=str(source))
-    with pytest.raises(PreflightError, match='is the source itself'):
-        check_new_file(str(tmp_path / 'link.pth'), 'destination', force=False, source=str(source))
-    check_new_file(str(existing), 'destination', force=True, source=str(source))
-    check_new_file(str(tmp_path / 'new.pth'), 'destination', force=False, source=str(source))
+        check_new_file(str(existing), 'destination', force=False, inputs=inputs)
+    check_new_file(str(existing), 'destination', force=True, inputs=inputs)
+    check_new_file(str(tmp_path / 'new.pth'), 'destination', force=False, inputs=inputs)
+
+
+@pytest.mark.parametrize('force', [False, True])
+def test_new_file_is_never_an_input(force, tmp_path):
+    source, images = tmp_path / 'src.pth', tmp_path / 'images'
+    source.write_text('s')
+    images.mkdir()
+    (tmp_path / 'link.pth').symlink_to(source)
+    (tmp_path / 'linked_images').symlink_to(images)
+    inputs = [('the source', str(source)), ('the image folder', str(images)), ('unset', None)]
+    cases = {'link.pth': 'is the source', 'src.pth': 'is the source', 'images/a.png': 'lies inside the image folder',
+             'linked_images/deeper/a.png': 'lies inside the image folder'}
+    for relative, relation in cases.items():
+        with pytest.raises(PreflightError) as error:
+            check_new_file(str(tmp_path / relative), 'destination', force=force, inputs=inputs)
+        assert str(error.value).startswith(f'destination {tmp_path / relative} {relation} ')
+        assert str(error.value).endswith('a tool never writes over its inputs (not even with --force): choose '
+                                         'another destination')
+    check_new_file(str(tmp_path / 'images_b.png'), 'destination', force=force, inputs=inputs)
+    assert source.read_text() == 's' and list(images.iterdir()) == []

@@ -10,11 +10,19 @@ otherwise (a traceback, a hang, exit 0, a file written). The tools run in this p
 (``runpy``, as their ``__main__``), the launchers in subprocesses. docs/troubleshooting.md
 mirrors the table (:func:`table_markdown`; a test keeps the two equal).
 """
+import errno
+import hashlib
 import json
 import os
 import pickle
 import runpy
+import shutil
+import stat
+import struct
+import subprocess
 import sys
+import zlib
+from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -23,9 +31,11 @@ import pytest
 import torch
 from PIL import Image
 
-from mmrmt.engine.work_dir_lock import LOCK_FILE
-from helpers.onnx_graphs import matmul_graph, relocated
-from tool_process import DET_CONFIG, REPO, SEG_CONFIG, library_train_script, run_script
+from mmrmt.engine.work_dir_lock import LOCK_FILE, RunRecord, process_start
+from mmrmt.utils.output_claim import claim_path
+from helpers.onnx_graphs import matmul_graph, relocated, two_stage_like_graph
+from tool_process import (DET_CONFIG, REPO, SEG_CONFIG, TEST_CONFIGS, det_data_options, exit_message,
+                          library_train_script, run_script)
 
 #: The rows whose right line comes late or among other lines (at most 5 may).
 POOR: Dict[str, str] = {}
@@ -70,6 +80,7 @@ CHECKPOINTS = {
     'ckpt_text': 'it is neither a zip archive nor a pickle',
     'ckpt_cut': 'the file is truncated or corrupted',
     'ckpt_missing': 'not found: ',
+    'ckpt_url': 'could not be fetched (',
 }
 
 CONFIGS = {
@@ -77,6 +88,7 @@ CONFIGS = {
     'cfg_syntax': "syntax error in config {bad}/syntax_base.py, line 1: '(' was never closed",
     'cfg_circular': 'its _base_ files are circular',
     'cfg_self': 'its _base_ files are circular',
+    'cfg_folder': 'is a folder, not a config file; name one of its files, e.g. ',
 }
 
 OPTIONS = {
@@ -87,9 +99,14 @@ OPTIONS = {
     'model.backbone.nonexistent=3': "RMT (model.backbone) has no 'nonexistent'",
     'train_dataloader.batch_size=0': 'train_dataloader.batch_size must be an int >= 1, got 0',
     'model.backbone.arch': '--cfg-options takes KEY=VALUE pairs',
+    'model.backbone.init_cfg=dict(x)': "the entries of dict(...) are NAME=VALUE, got 'x'",
+    'model.backbone.nonexistent=dict(a=1,b=2)': "RMT (model.backbone) has no 'nonexistent'",
 }
 
 Row = Tuple[str, List[str], str]
+
+#: A checkpoint URL nothing answers (port 9, discard: refused at once, also offline).
+CHECKPOINT_URL = 'http://127.0.0.1:9/checkpoint.pth'
 
 #: The fields of a lock file other than the pid.
 LOCK_FIELDS = dict(host='h', started='s', command='c')
@@ -168,8 +185,118 @@ def rows() -> List[Row]:
     for name, line in LOCKS.items():
         table += [('train.py', ['{det}', '--work-dir', '{' + name + '}'], line),
                   ('test.py', ['{det}', '{ckpt_text}', '--work-dir', '{' + name + '}'], line)]
-    return table
+    return table + inputs_never_outputs() + bounded_inputs()
 
+
+#: The one line of an output that is an input (the output guard, mmrmt/utils/output_guard.py).
+NEVER_AN_INPUT = 'a tool never writes over its inputs (not even with --force)'
+
+
+def inputs_never_outputs() -> List[Row]:
+    """An output that is, or lies inside, one of the tool's inputs, links resolved: refused whatever
+    --force says (issue 41's lost files, and more of the kind)."""
+    test_images, train_images = 'data/demo/coco/val', 'data/demo/coco/train'  # {det}'s image folders
+    earlier_run = 'holds an earlier run ({finished_run}/last_checkpoint), which this run would overwrite: add ' \
+                  '--resume to continue it, or choose another --work-dir'
+    return [
+        ('test.py', ['{det}', '{ckpt_pkl}', '--work-dir', 'work', '--out', '{ckpt_pkl}', '--force'],
+         '--out {bad}/whole.pkl is the checkpoint {bad}/whole.pkl; ' + NEVER_AN_INPUT),
+        ('test.py', ['{det}', '{whole}', '--work-dir', 'work', '--out', '{link_pkl}', '--force'],
+         '--out {bad}/link.pkl is the checkpoint {bad}/whole.pth'),
+        ('test.py', ['{det}', '{whole}', '--work-dir', 'work', '--out', '{det_pkl}', '--force'], 'is the config'),
+        ('test.py', ['{det}', '{whole}', '--work-dir', 'work', '--show-dir', test_images],
+         f'--show-dir {test_images} is the img folder of test_dataloader data/demo/coco/val/'),
+        ('test.py', ['{det}', '{whole}', '--work-dir', test_images], '--work-dir data/demo/coco/val is the img folder'),
+        ('test.py', ['{seg}', '{whole}', '--work-dir', 'work', '--out', 'data/demo/ade/images/validation'],
+         'is the img_path folder of test_dataloader'),
+        ('train.py', ['{det}', '--work-dir', train_images], 'is the img folder of train_dataloader'),
+        ('train.py', ['{det}', '--work-dir', '{finished_run}'], earlier_run),
+        ('train.py', ['{det}', '--work-dir', '{finished_run}', '--cfg-options', 'load_from={whole}'], earlier_run),
+        ('train.py', ['{det}', '--work-dir', '{checkpoints_only}'],
+         'holds an earlier run ({checkpoints_only}/epoch_1.pth and 1 more checkpoints)'),
+        ('deployment/pytorch2onnx.py', ['{det}', '--shape', '64', '64', '--weights', '{whole}', '--out', '{whole}',
+                                        '--force'], '--out {bad}/whole.pth is --weights {bad}/whole.pth'),
+        ('deployment/pytorch2onnx.py', ['{det_copy}', '--shape', '64', '64', '--out', '{det_copy}', '--force'],
+         'is the config'),
+        ('deployment/test_onnx.py', ['{det}', '{onnx_two_stage_masks}', '--work-dir', test_images],
+         'is the img folder of test_dataloader'),
+        ('deployment/quantize_onnx.py', ['{onnx_whole}', '--config', '{det}', '--out', '{onnx_whole}', '--force'],
+         'is the model'),
+        ('deployment/quantize_onnx.py', ['{onnx_whole}', '--config', '{det}', '--images', '{calibration}', '--out',
+                                         '{calibration}/int8.onnx'], 'lies inside --images'),
+        ('../demo/image_demo.py', ['{photos}/vis/*.png', '{det}', '--out-dir', '{photos}', '--force'],
+         '--out-dir {photos} would write {photos}/vis/image.png, the input image {photos}/vis/image.png; '
+         + NEVER_AN_INPUT),
+        ('../demo/image_demo.py', ['{photos}/vis', '{det}', '--out-dir', '{photos}'], 'the input image'),
+        ('analysis_tools/visualize_decay.py', ['{det}', '--image', '{image}', '--out', '{image}', '--force'],
+         'is --image'),
+        ('analysis_tools/visualize_decay.py', ['{det}', '--image', '{image}', '--out', '{bad}/graphs/../image.png',
+                                               '--force'], 'is --image'),
+        ('model_converters/rmt_to_mmrmt.py', ['{whole}', '{whole}', '--force'], 'is the source'),
+        ('model_converters/rest_detectron2_to_mmrmt.py', ['{whole}', '{link_pkl}', '--force'], 'is the source'),
+        ('model_converters/rmt_upstream_trained_to_mmrmt.py', ['{whole}', '{det_copy}', '--config', '{det_copy}',
+                                                               '--force'], 'is the config'),
+    ]
+
+
+def bounded_inputs() -> List[Row]:
+    """Values outside what a tool can do (issue 41's one-line cases, and more of the kind)."""
+    demo = ['{image}', '{det}', '--out-dir', 'out']
+    thresholds = [('../demo/image_demo.py', [*demo, '--pred-score-thr', value], '--pred-score-thr is a score '
+                   f'between 0 and 1, got {shown}') for value, shown in
+                  (('2', '2.0'), ('nan', 'nan'), ('-0.5', '-0.5'), ('inf', 'inf'))]
+    devices = [('../demo/image_demo.py', [*demo, '--device', device], line) for device, line in (
+        ('cuda:99', '--device cuda:99: torch sees '), ('gpu', "--device 'gpu' is not a device"),
+        ('mps', "--device mps: this tool runs on 'cpu' or 'cuda' devices"))]
+    too_shallow = 'ResMLP: arch depth {depth} is too small for the 4 levels of out_levels (0, 1, 2, 3)'
+    resmlp = [(tool, [f'{{resmlp_{depth}}}', *args], too_shallow.format(depth=depth)) for depth in (2, 3)
+              for tool, args in (('train.py', ['--work-dir', 'work']), ('test.py', ['{whole}', '--work-dir', 'work']),
+                                 ('analysis_tools/get_flops.py', ['--shape', '64']),
+                                 ('deployment/pytorch2onnx.py', ['--shape', '64', '64', '--out', 'm.onnx']))]
+    return thresholds + devices + resmlp + [
+        ('../demo/image_demo.py', ['{huge}', '{det}', '--out-dir', 'out'],
+         'huge.png is 20000x20000 pixels, more than the demo takes (67,108,864 pixels'),
+        ('../demo/image_demo.py', [*demo, '--picture-scale', '1000'],
+         '--picture-scale 1000 would paint {image} (48x32) on 48000x32000 pixels, more than 67,108,864: give at '
+         'most 209'),
+        ('analysis_tools/visualize_decay.py', ['{det}', '--image', '{image}', '--out', 'd.png', '--max-size', '0'],
+         '--max-size is the longer image side in pixels: give at least 1 (default 640), got 0'),
+        ('analysis_tools/visualize_decay.py', ['{det}', '--image', '{image}', '--out', 'd.png', '--max-size', '-3'],
+         'got -3'),
+        ('deployment/test_onnx.py', ['{det}', '{onnx_single_stage}', '--work-dir', 'work'],
+         '{onnx_single_stage} is the graph of a single-stage detector, but {det} describes a two-stage detector with '
+         'masks (MaskRCNN): give the config the graph was exported from'),
+        ('deployment/test_onnx.py', ['{retinanet}', '{onnx_two_stage}', '--work-dir', 'work'],
+         'is the graph of a two-stage detector without masks, but {retinanet} describes a single-stage detector'),
+        ('deployment/test_onnx.py', ['{det}', '{onnx_two_stage}', '--work-dir', 'work'],
+         'two-stage detector without masks, but {det} describes a two-stage detector with masks'),
+        ('deployment/test_onnx.py', ['{seg}', '{onnx_single_stage}', '--work-dir', 'work'], 'describes a segmentor'),
+        ('deployment/mmdeploy_deploy.py', ['{deploy}/detection_onnxruntime_static.py', '{det}', '{image}',
+                                           '--work-dir', 'work'],
+         'but {det} (MaskRCNN) has a mask head: use {deploy}/instance-seg_onnxruntime_static.py'),
+        ('deployment/mmdeploy_deploy.py', ['{deploy}/instance-seg_onnxruntime_static-800x1344.py', '{retinanet}',
+                                           '{image}', '--work-dir', 'work'],
+         'has no mask head: use {deploy}/detection_onnxruntime_static-800x1344.py'),
+        ('train.py', ['{det}', '--work-dir', 'work', '--cfg-options',
+                      'model.backbone.init_cfg=dict(type=Pretrained, checkpoint=missing.pth)'],
+         'model.backbone.init_cfg checkpoint not found: missing.pth'),
+        ('train.py', ['{det}', '--work-dir', 'work', '--cfg-options',
+                      'model.backbone.init_cfg=[dict(type=Pretrained, checkpoint=a.pth), dict(type=Pretrained)]'],
+         "init_cfg must be None or dict(type='Pretrained', checkpoint=PATH_OR_URL) with an optional prefix=STR (keys "
+         "['type', 'checkpoint', 'prefix']), got [{'type': 'Pretrained', 'checkpoint': 'a.pth'}, {'type': "
+         "'Pretrained'}]"),
+    ]
+
+
+#: The launch scripts, each row (script, arguments, a part of the one line): they end before torchrun starts.
+SCRIPT_ROWS = [
+    ('dist_train.sh', [], 'too few arguments; usage: tools/dist_train.sh CONFIG N'),
+    ('dist_train.sh', ['{det}'], 'too few arguments'),
+    *[('dist_train.sh', ['{det}', count], f"N, the number of processes a machine, must be a whole number of at least "
+                                          f"1, got '{count}'") for count in ('0', '-1', 'two', '1.5', '')],
+    ('dist_test.sh', ['{det}', '{whole}'], 'too few arguments; usage: tools/dist_test.sh CONFIG CHECKPOINT N'),
+    ('dist_test.sh', ['{det}', '{whole}', '0'], "got '0'"),
+]
 
 #: mmdet's and mmseg's own train.py (subprocesses: slow, so few rows).
 LAUNCHER_ROWS = [
@@ -241,11 +368,66 @@ def bad(tmp_path_factory) -> Dict[str, str]:
         (folder / name).mkdir()
         make(folder / name / LOCK_FILE)
         paths[name] = folder / name
+    paths.update(guarded_inputs(folder, whole))
     return {name: str(path) for name, path in paths.items()}
+
+
+def blank_png(path: Path, width: int, height: int) -> Path:
+    """A black 1-bit PNG of any size, written row by row (a 20000x20000 one is 50 KB, never held whole)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data))
+    compressor, row = zlib.compressobj(9), bytes(1 + -(-width // 8))  # filter byte, then the bits
+    pixels = b''.join(compressor.compress(row) for _ in range(height)) + compressor.flush()
+    header = struct.pack('>IIBBBBB', width, height, 1, 0, 0, 0, 0)
+    path.write_bytes(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', header) + chunk(b'IDAT', pixels) + chunk(b'IEND', b''))
+    return path
+
+
+def guarded_inputs(folder: Path, whole: Path) -> Dict[str, Path]:
+    """The inputs of the rows whose output is an input, and of the bounded values."""
+    paths = dict(seg=SEG_CONFIG, retinanet=TEST_CONFIGS / 'retinanet_rmt-tiny_fpn_test.py', ckpt_url=CHECKPOINT_URL,
+                 whole=whole, deploy=REPO / 'configs' / 'deploy')
+    (folder / 'whole.pkl').write_bytes(whole.read_bytes())
+    (folder / 'link.pkl').symlink_to(whole)
+    (folder / 'config.pkl').symlink_to(DET_CONFIG)
+    (folder / 'det_copy.py').write_text(f"_base_ = [{str(DET_CONFIG)!r}]\n")
+    configs = folder / 'configs'
+    configs.mkdir()
+    (configs / 'a.py').write_text(f"_base_ = [{str(DET_CONFIG)!r}]\n")
+    for depth in (2, 3):
+        (folder / f'resmlp_{depth}.py').write_text(
+            f"_base_ = [{str(DET_CONFIG)!r}]\nmodel = dict(backbone=dict(_delete_=True, type='ResMLP', "
+            f"arch=dict(embed_dims=16, depth={depth}, patch_size=16)))\n")
+        paths[f'resmlp_{depth}'] = folder / f'resmlp_{depth}.py'
+    finished, checkpoints_only = folder / 'finished_run', folder / 'checkpoints_only'
+    for run, names in ((finished, ['iter_2.pth']), (checkpoints_only, ['epoch_1.pth', 'iter_2.pth'])):
+        run.mkdir()
+        for name in names:
+            (run / name).write_bytes(whole.read_bytes())
+    (finished / 'last_checkpoint').write_text(str(finished / 'iter_2.pth'))
+    photos, calibration = folder / 'photos', folder / 'calibration'
+    for images in (photos / 'vis', calibration):
+        images.mkdir(parents=True)
+        Image.fromarray(np.full((32, 48, 3), 90, np.uint8)).save(images / 'image.png')
+    graphs = folder / 'graphs'
+    paths.update(ckpt_pkl=folder / 'whole.pkl', link_pkl=folder / 'link.pkl', det_pkl=folder / 'config.pkl',
+                 det_copy=folder / 'det_copy.py', cfg_folder=configs, finished_run=finished,
+                 checkpoints_only=checkpoints_only, photos=photos, calibration=calibration,
+                 huge=blank_png(folder / 'huge.png', 20000, 20000),
+                 onnx_single_stage=matmul_graph(graphs / 'retinanet.onnx', output='head_0_0'),
+                 onnx_two_stage=two_stage_like_graph(graphs / 'faster_rcnn.onnx'),
+                 onnx_two_stage_masks=two_stage_like_graph(graphs / 'mask_rcnn.onnx', masks=True))
+    return paths
 
 
 def listing(folder: Path) -> List[str]:
     return sorted(str(path.relative_to(folder)) for path in folder.rglob('*'))
+
+
+def contents(folder: Path) -> Dict[str, str]:
+    """The SHA-256 of each regular file under ``folder`` (links and FIFOs not followed)."""
+    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in folder.rglob('*') if stat.S_ISREG(path.lstat().st_mode)}
 
 
 def row_id(row: Row) -> str:
@@ -257,10 +439,11 @@ def classify(tool: str, args: List[str], expected: str, bad: Dict[str, str], fol
              capsys) -> Tuple[str, str]:
     """(GOOD / POOR / BAD, what the tool ended with) of one row, run in ``folder``."""
     filled = [arg.format(**bad) for arg in args]
-    expected = expected.replace('{bad}', bad['bad'])
+    for name, path in bad.items():  # not str.format: some expected lines hold braces of their own
+        expected = expected.replace('{' + name + '}', path)
     monkeypatch.chdir(folder)
     monkeypatch.setattr(sys, 'argv', [tool, *filled])
-    before = listing(Path(bad['bad']))
+    before, before_contents = listing(Path(bad['bad'])), contents(Path(bad['bad']))
     try:
         runpy.run_path(str(REPO / 'tools' / tool), run_name='__main__')
         return 'BAD', 'exit status 0'
@@ -269,6 +452,10 @@ def classify(tool: str, args: List[str], expected: str, bad: Dict[str, str], fol
     except Exception as error:  # noqa: BLE001 (a traceback is what the probe finds)
         return 'BAD', f'traceback: {type(error).__name__}: {str(error)[:200]}'
     captured = capsys.readouterr()
+    changed = [name for name, digest in contents(Path(bad['bad'])).items()
+               if before_contents.get(name, digest) != digest]
+    if changed:
+        return 'BAD', f'exit {code!r}, and changed {changed[:3]}'
     if not isinstance(code, str) or not code.startswith('error: ') or '\n' in code or expected not in code:
         return 'BAD', f'exit {code!r}'
     written = listing(folder) + [name for name in listing(Path(bad['bad'])) if name not in before]
@@ -287,6 +474,14 @@ def test_each_bad_input_is_one_line_and_writes_nothing(row, bad, tmp_path, monke
     assert verdict in allowed, f'{verdict}: {ended}'
 
 
+@pytest.mark.parametrize('script,args,expected', SCRIPT_ROWS, ids=[' '.join([row[0], *row[1]]) for row in SCRIPT_ROWS])
+def test_the_launch_scripts_end_with_one_line_before_torchrun(script, args, expected, bad, tmp_path):
+    result = run_script(REPO / 'tools' / script, [arg.format(**bad) for arg in args], timeout=60)
+    assert result.returncode == 1 and result.stdout == '', result.stderr[-3000:]
+    assert result.stderr.count('\n') == 1 and result.stderr.startswith('error: ') and expected in result.stderr, (
+        result.stderr[-3000:])
+
+
 @pytest.mark.parametrize('library,config,lock', LAUNCHER_ROWS)
 def test_the_launchers_end_with_one_line_on_a_bad_lock(library, config, lock, bad):
     work_dir = Path(bad[lock])
@@ -297,6 +492,107 @@ def test_the_launchers_end_with_one_line_on_a_bad_lock(library, config, lock, ba
     assert result.stderr.strip().splitlines()[-1].startswith(f'error: {work_dir / LOCK_FILE} ')
     assert LOCKS[lock] in result.stderr.strip().splitlines()[-1]
     assert listing(work_dir) == before
+
+
+#: Issue 41's lost files, with a real checkpoint and the demo data: (name, tool, arguments, a part of the line).
+#: ``{ck}`` is a copy of a trained checkpoint, ``{data}`` the data options of a copy of the demo COCO set,
+#: ``{val}`` its image folder, ``{run}`` a copy of a finished training run, all in the test's folder.
+LOSSES = [
+    ('out_is_checkpoint', 'test.py', ['{det}', '{ck_pkl}', '--work-dir', '{tmp}/work', '--out', '{ck_pkl}', '--force',
+                                      '--cfg-options', '{data}'], 'is the checkpoint'),
+    ('out_links_to_checkpoint', 'test.py', ['{det}', '{ck}', '--work-dir', '{tmp}/work', '--out', '{tmp}/link.pkl',
+                                            '--force', '--cfg-options', '{data}'], 'is the checkpoint'),
+    ('onnx_over_weights', 'deployment/pytorch2onnx.py', ['{det}', '--shape', '64', '64', '--weights', '{ck}', '--out',
+                                                         '{ck}', '--force'], 'is --weights'),
+    ('show_dir_is_test_images', 'test.py', ['{det}', '{ck}', '--work-dir', '{tmp}/work', '--show-dir', '{val}',
+                                            '--cfg-options', '{data}'], 'is the img folder of test_dataloader'),
+    ('pictures_over_images', '../demo/image_demo.py', ['{tmp}/photos/vis/*.jpg', '{det}', '--weights', '{ck}',
+                                                       '--out-dir', '{tmp}/photos', '--force'], 'the input image'),
+    ('second_training', 'train.py', ['{det}', '--work-dir', '{run}', '--cfg-options', '{data}'],
+     'holds an earlier run ({run}/last_checkpoint), which this run would overwrite: add --resume'),
+]
+
+
+@pytest.fixture
+def user_files(det_work_dir, demo_root, tmp_path) -> Dict[str, str]:
+    """The files of :data:`LOSSES`, copies in ``tmp_path`` (the tools must leave them as they are)."""
+    shutil.copy(det_work_dir / 'iter_4.pth', tmp_path / 'ck.pth')
+    shutil.copy(det_work_dir / 'iter_4.pth', tmp_path / 'ck.pkl')
+    (tmp_path / 'link.pkl').symlink_to(tmp_path / 'ck.pth')
+    shutil.copytree(demo_root / 'coco', tmp_path / 'coco')
+    (tmp_path / 'photos').mkdir()
+    shutil.copytree(tmp_path / 'coco' / 'val', tmp_path / 'photos' / 'vis')
+    run = shutil.copytree(det_work_dir, tmp_path / 'run', ignore=shutil.ignore_patterns(LOCK_FILE))
+    return dict(det=str(DET_CONFIG), ck=str(tmp_path / 'ck.pth'), ck_pkl=str(tmp_path / 'ck.pkl'), tmp=str(tmp_path),
+                val=str(tmp_path / 'coco' / 'val'), run=str(run))
+
+
+def filled_args(args: List[str], files: Dict[str, str]) -> List[str]:
+    """``args`` with ``{name}`` replaced, ``{data}`` by the data options of the copied demo set."""
+    data, filled = det_data_options(Path(files['tmp'])), []
+    for arg in args:
+        filled += data if arg == '{data}' else [arg.format(**files)]
+    return filled
+
+
+@pytest.mark.parametrize('name,tool,args,expected', LOSSES, ids=[row[0] for row in LOSSES])
+def test_no_tool_destroys_its_input_even_with_force(name, tool, args, expected, user_files, monkeypatch, capsys):
+    folder = Path(user_files['tmp'])
+    before = contents(folder)
+    message = exit_message(tool, filled_args(args, user_files), monkeypatch, capsys)
+    assert message.startswith('error: ') and expected.format(**user_files) in message, message
+    assert contents(folder) == before
+    assert not (folder / 'work').exists()
+
+
+def test_a_second_test_run_writing_the_same_out_refuses(user_files, monkeypatch, capsys):
+    """Two tools/test.py --out same.pkl at once: the later one ends before it starts, the file
+    left to the first; once that run has ended, its claim is taken over."""
+    folder, out = Path(user_files['tmp']), Path(user_files['tmp']) / 'same.pkl'
+    args = filled_args(['{det}', '{ck}', '--work-dir', '{tmp}/work', '--out', str(out), '--cfg-options', '{data}'],
+                       user_files)
+    first = subprocess.Popen(['sleep', '600'])  # the run writing same.pkl, as its claim names it
+    try:
+        record = dict(asdict(RunRecord.of_this_process()), pid=first.pid, pid_start=process_start(first.pid))
+        Path(claim_path(str(out))).write_text(json.dumps(record))
+        message = exit_message('test.py', args, monkeypatch, capsys)
+        assert message.startswith(f'error: --out {out} is being written by another run (pid {first.pid} on ')
+        assert message.endswith('wait for it to end, or choose another --out')
+        assert not out.exists() and not (folder / 'work').exists()
+    finally:
+        first.kill()
+        first.wait()
+    monkeypatch.setattr(sys, 'argv', ['test.py', *args])
+    runpy.run_path(str(REPO / 'tools' / 'test.py'), run_name='__main__')
+    assert len(pickle.loads(out.read_bytes())) == 8  # the test set's predictions
+    assert not Path(claim_path(str(out))).exists() and not list(folder.glob('.same.pkl.*'))
+
+
+def test_a_full_disk_leaves_no_truncated_checkpoint(demo_root, tmp_path, monkeypatch):
+    """Training on a disk that fills while iter_4.pth is written: one line naming the last complete
+    checkpoint, no part of iter_4.pth left, last_checkpoint still naming iter_2.pth."""
+    from mmengine.fileio.backends import LocalBackend
+    put = LocalBackend.put
+
+    def fill_up(backend, data, path):
+        if 'iter_4' in str(path):
+            Path(path).write_bytes(data[:len(data) // 2])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        put(backend, data, path)
+
+    monkeypatch.setattr(LocalBackend, 'put', fill_up)
+    work_dir = tmp_path / 'work'
+    monkeypatch.setattr(sys, 'argv', ['train.py', str(DET_CONFIG), '--work-dir', str(work_dir), '--cfg-options',
+                                      'train_cfg.val_interval=100', *det_data_options(demo_root)])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_path(str(REPO / 'tools' / 'train.py'), run_name='__main__')
+    assert exited.value.code == (f'error: cannot write checkpoint {work_dir}/iter_4.pth: No space left on device; '
+                                 f'nothing of it was left, and the last complete one is {work_dir}/iter_2.pth '
+                                 '(resume from it with --resume once there is room)')
+    assert sorted(path.name for path in work_dir.glob('*.pth')) == ['iter_2.pth']
+    assert not list(work_dir.glob('.*.tmp'))
+    assert (work_dir / 'last_checkpoint').read_text() == str(work_dir / 'iter_2.pth')
+    assert not (work_dir / LOCK_FILE).exists()
 
 
 DOCS = REPO / 'docs' / 'troubleshooting.md'
@@ -318,6 +614,9 @@ def table_markdown() -> str:
     for number, (library, config, lock) in enumerate(LAUNCHER_ROWS, len(ROWS) + 1):
         args = f'{Path(config).name} --work-dir {{{lock}}}'
         lines.append(f'| {number} | {library}/.mim/tools/train.py | {cell(args)} | {cell(LOCKS[lock])} | GOOD |')
+    for number, (script, args, expected) in enumerate(SCRIPT_ROWS, len(ROWS) + len(LAUNCHER_ROWS) + 1):
+        shown = ' '.join(arg or "''" for arg in args)
+        lines.append(f'| {number} | {script} | {cell(shown)} | {cell(expected)} | GOOD |')
     return '\n'.join(lines)
 
 
@@ -329,7 +628,7 @@ def test_the_docs_mirror_the_table():
 
 
 def test_the_probe_is_large_and_poor_rarely():
-    assert len(ROWS) + len(LAUNCHER_ROWS) >= 150
+    assert len(ROWS) + len(LAUNCHER_ROWS) + len(SCRIPT_ROWS) >= 150
     assert len(POOR) <= 5 and set(POOR) <= {row_id(row) for row in ROWS}
 
 

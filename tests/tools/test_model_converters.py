@@ -165,13 +165,13 @@ def test_existing_destination_needs_force(rmt_source, tmp_path):
     assert torch.load(destination, weights_only=True)['meta']['arch'] == 't'
 
 
-def test_destination_equal_to_source_needs_force(rmt_source):
+@pytest.mark.parametrize('force', [[], ['--force']])
+def test_destination_equal_to_source_is_refused_even_with_force(rmt_source, force):
+    destination = rmt_source.parent / '.' / rmt_source.name
     assert_refused_and_untouched(
-        [rmt_source, rmt_source.parent / '.' / rmt_source.name],
-        f'error: destination {rmt_source.parent / "." / rmt_source.name} is the source itself; '
-        'write elsewhere, or add --force to replace the source with the result', [rmt_source])
-    rmt_to_mmrmt.main([str(rmt_source), str(rmt_source), '--force'])
-    assert set(torch.load(rmt_source, weights_only=True)) == {'state_dict', 'meta'}
+        [rmt_source, destination, *force],
+        f'error: destination {destination} is the source {rmt_source}; a tool never writes over its inputs '
+        '(not even with --force): choose another destination', [rmt_source])
 
 
 def test_refusal_exits_non_zero_in_a_subprocess(rmt_source, tmp_path):

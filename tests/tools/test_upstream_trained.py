@@ -178,8 +178,8 @@ def test_converter_checks_before_writing(tiny_upstream_detector, tmp_path):
     dst.write_bytes(b'keep me')
     with pytest.raises(PreflightError, match='exists; choose another path, or add --force'):
         converter.main([str(src), str(dst), '--config', str(DET_CONFIG)])
-    with pytest.raises(PreflightError, match='is the source itself'):
-        converter.main([str(src), str(src), '--config', str(DET_CONFIG)])
+    with pytest.raises(PreflightError, match='is the source .*not even with --force'):
+        converter.main([str(src), str(src), '--config', str(DET_CONFIG), '--force'])
     with pytest.raises(PreflightError, match=r'unexpected keys, of the .*RPNHead.*; .*'
                                              r'missing keys \(auxiliary_head'):
         converter.main([str(src), str(dst), '--config', str(SEG_CONFIG), '--force'])

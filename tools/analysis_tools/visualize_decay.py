@@ -37,6 +37,7 @@ from torch import nn
 
 from mmrmt.apis import read_image as read_image_file
 from mmrmt.checkpoint import extract_state_dict, load_model_weights, read_checkpoint
+from mmrmt.checkpoint.url import is_url
 from mmrmt.models.backbones import RMT
 from mmrmt.models.backbones.rmt.attention_maps import AttentionMaps
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
@@ -67,7 +68,7 @@ def read_image(path: str, max_size: int) -> np.ndarray:
     image = read_image_file(Path(path))
     scale = max_size / max(image.shape[:2])
     if scale < 1:
-        image = cv2.resize(image, (round(image.shape[1] * scale), round(image.shape[0] * scale)),
+        image = cv2.resize(image, (max(1, round(image.shape[1] * scale)), max(1, round(image.shape[0] * scale))),
                            interpolation=cv2.INTER_AREA)
     return image
 
@@ -155,11 +156,15 @@ def paint(image: np.ndarray, maps: AttentionMaps, title: str, path: str) -> None
 def main(argv: Optional[List[str]] = None) -> AttentionMaps:
     args = parse_args(argv)
     cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
-    if args.weights and not osp.isfile(args.weights):
+    if args.weights and not (is_url(args.weights) or osp.isfile(args.weights)):
         raise PreflightError(f'--weights checkpoint not found: {args.weights}')
+    if args.max_size < 1:
+        raise PreflightError(f'--max-size is the longer image side in pixels: give at least 1 (default 640), got '
+                             f'{args.max_size}')
     if not args.out.lower().endswith('.png'):
         raise PreflightError(f'--out must name a .png file, got {args.out}')
-    check_new_file(args.out, '--out', args.force, source=args.image)
+    check_new_file(args.out, '--out', args.force,
+                   inputs=[('--image', args.image), ('the config', args.config), ('--weights', args.weights)])
     image = read_image(args.image, args.max_size)
     model = build_cpu_model(cfg)
     grid = feature_size(*image.shape[:2], args.stage)

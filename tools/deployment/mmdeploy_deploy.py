@@ -28,6 +28,7 @@ from mmengine.config import Config
 
 from mmrmt.utils import (PreflightError, check_new_file, check_run_checkpoint, check_writable, config_model_shapes,
                          read_config, run_main)
+from mmrmt.utils.model_kind import check_deploy_config_fits
 
 MMDEPLOY_HINT = ('install the mmdeploy extra: make setup, or pip install --no-deps -c requirements/constraints.txt '
                  '-r requirements/mmdeploy.txt')
@@ -74,13 +75,16 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Config, str]:
     if 'model' not in model_cfg or model_cfg.get('default_scope') != deploy_cfg.codebase_config.type:
         raise PreflightError(f'{args.model_cfg} is not an {deploy_cfg.codebase_config.type} model config, which '
                              f'{args.deploy_cfg} converts')
+    check_deploy_config_fits(deploy_cfg, args.deploy_cfg, model_cfg, args.model_cfg)
     if not osp.isfile(args.image):
         raise PreflightError(f'image {args.image} does not exist')
     if args.weights is not None:
         check_run_checkpoint(model_cfg, config_model_shapes(model_cfg), args.weights, '--weights checkpoint')
     check_writable(args.work_dir, '--work-dir', is_dir=True)
     graph = osp.join(args.work_dir, deploy_cfg.onnx_config.save_file)
-    check_new_file(graph, 'the graph', args.force)
+    check_new_file(graph, 'the graph', args.force,
+                   inputs=[('the deploy config', args.deploy_cfg), ('the model config', args.model_cfg),
+                           ('the image', args.image), ('--weights', args.weights)])
     return deploy_cfg, model_cfg, graph
 
 

@@ -80,9 +80,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def check_output_file(path: str, force: bool) -> None:
-    """Fail unless ``path`` can be written in an existing folder without replacing a file unasked."""
-    check_new_file(path, '--out', force)
+def check_output_file(args: argparse.Namespace) -> None:
+    """Fail unless ``--out`` can be written in an existing folder without replacing a file unasked,
+    and is none of the inputs."""
+    path = args.out
+    check_new_file(path, '--out', args.force, inputs=[('--weights', args.weights), ('the config', args.config)])
     folder = osp.dirname(osp.abspath(path))
     if not osp.isdir(folder):
         raise PreflightError(f'the folder of --out does not exist: {folder}')
@@ -97,9 +99,9 @@ def check_modules(names: Sequence[str]) -> None:
 def preflight(args: argparse.Namespace) -> Config:
     """Check every input before anything is built; return the config."""
     cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
+    check_output_file(args)
     if args.weights is not None:
         read_run_checkpoint(args.weights, '--weights checkpoint')
-    check_output_file(args.out, args.force)
     low = MIN_DYNAMIC_SIZE if args.dynamic else 1
     if min(args.shape) < low:
         raise PreflightError(f'--shape must be at least {low} (H W){" with --dynamic" * args.dynamic}, '

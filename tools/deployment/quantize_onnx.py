@@ -44,7 +44,8 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Optional[List[str]]]:
     """Check every input before anything is built; return the config and the calibration
     images of ``--images`` (None: the validation set's)."""
     check_graph_file(args.model)
-    check_new_file(args.out, '--out', args.force, source=args.model)
+    check_new_file(args.out, '--out', args.force, inputs=[('the model', args.model), ('the config', args.config),
+                                                          ('--images', args.images)])
     if not Path(args.out).resolve().parent.is_dir():
         raise PreflightError(f'the folder of --out does not exist: {Path(args.out).resolve().parent}')
     if args.count < 1:

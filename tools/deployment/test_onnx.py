@@ -22,7 +22,9 @@ from typing import List, Optional
 
 from mmrmt.deployment.runtime import add_runtime_arguments, check_runtime, runtime_label
 from mmrmt.utils import (PreflightError, add_cfg_options, build_runner, check_dataloader_paths, check_evaluator_files,
-                         check_graph_file, check_writable, load_run_config, run_main)
+                         check_graph_file, check_not_an_input, check_writable, dataloader_inputs, load_run_config,
+                         run_main)
+from mmrmt.utils.model_kind import check_graph_fits_config
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -44,7 +46,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     check_runtime(args.runtime, args.precision)
     work_dir = args.work_dir or str(Path('work_dirs') / f'{Path(args.config).stem}_onnx')
     cfg = load_run_config(args.config, args.cfg_options, 'none', work_dir)
+    check_graph_fits_config(args.model, cfg, args.config)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
+    check_not_an_input(cfg.work_dir, '--work-dir', [('the model', args.model), ('the config', args.config),
+                                                    *dataloader_inputs(cfg, ['test_dataloader'])])
     check_dataloader_paths(cfg, ['test_dataloader'])
     check_evaluator_files(cfg, ['test_evaluator'])
     cfg.model.backbone.pop('init_cfg', None)  # the graph holds the weights: nothing to load

@@ -37,7 +37,7 @@ def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
             file is not an upstream RMT model fitting the config.
     """
     cfg = read_config(config)
-    check_new_file(dst, 'destination', force, source=src)
+    check_new_file(dst, 'destination', force, inputs=[('the source', src), ('the config', config)])
     model = build_cpu_model(cfg)
     classes = config_dataset_meta(cfg).get('classes')
     with file_errors_as_tool_errors():

@@ -269,7 +269,7 @@ class ResMLP(PyramidBackbone):
                              f'(0, 1, 2, 3) (strides {LEVEL_STRIDES}), got {out_levels!r}.')
         out_levels = levels
         if out_indices is None:
-            out_indices = tuple(depth * (level + 1) // len(LEVEL_STRIDES) - 1 for level in out_levels)
+            out_indices = self._default_out_indices(depth, out_levels)
         if not isinstance(out_indices, Sequence) or len(out_indices) != len(out_levels):
             raise ValueError(f'ResMLP: out_indices must name one block for each of the out_levels '
                              f'{out_levels}, got {out_indices!r}.')
@@ -304,6 +304,23 @@ class ResMLP(PyramidBackbone):
         if not unbuilt:
             return self.dropped_checkpoint_prefixes
         return (*self.dropped_checkpoint_prefixes, 'norm.', *(f'blocks.{i}.' for i in unbuilt))
+
+    @staticmethod
+    def _default_out_indices(depth: int, out_levels: Tuple[int, ...]) -> Tuple[int, ...]:
+        """The block ``depth * (l + 1) / 4 - 1`` for each level ``l``: ascending distinct blocks, or
+        a ``ValueError`` saying that ``depth`` is too small for that many levels."""
+        def spread(blocks: int) -> Tuple[int, ...]:
+            return tuple(blocks * (level + 1) // len(LEVEL_STRIDES) - 1 for level in out_levels)
+
+        def valid(indices: Tuple[int, ...]) -> bool:
+            return indices[0] >= 0 and all(a < b for a, b in zip(indices, indices[1:]))
+
+        if not valid(spread(depth)):
+            least = next(blocks for blocks in range(depth + 1, len(LEVEL_STRIDES) + 1) if valid(spread(blocks)))
+            raise ValueError(f'ResMLP: arch depth {depth} is too small for the {len(out_levels)} levels of '
+                             f'out_levels {out_levels} (each comes from a block of its own, spread over the '
+                             f'depth): give a depth of at least {least}, fewer out_levels, or out_indices.')
+        return spread(depth)
 
     @classmethod
     def _settings(cls, arch: Union[str, dict]) -> dict:

@@ -211,6 +211,19 @@ def test_default_out_indices_are_evenly_spaced():
         assert ResMLP('12', out_levels=(1, 2, 3)).out_indices == (5, 8, 11)
 
 
+@pytest.mark.parametrize('depth,out_levels,least', [(1, (0, 1, 2, 3), 4), (2, (0, 1, 2, 3), 4), (3, (0, 1, 2, 3), 4),
+                                                    (2, (0, 1), 4), (1, (1, 3), 2)])
+def test_a_depth_too_small_for_the_levels_says_so(depth, out_levels, least):
+    with pytest.raises(ValueError) as error:
+        ResMLP(dict(embed_dims=8, depth=depth, patch_size=16), out_levels=out_levels)
+    assert str(error.value) == (
+        f'ResMLP: arch depth {depth} is too small for the {len(out_levels)} levels of out_levels {out_levels} (each '
+        f'comes from a block of its own, spread over the depth): give a depth of at least {least}, fewer out_levels, '
+        'or out_indices.')
+    assert ResMLP(dict(embed_dims=8, depth=least, patch_size=16), out_levels=out_levels).out_indices
+    assert ResMLP(dict(embed_dims=8, depth=1, patch_size=16), out_levels=(3, )).out_indices == (0, )
+
+
 def test_out_levels_emit_a_subset_and_build_only_it():
     model = ResMLP(TINY, out_levels=(1, 2, 3)).eval()
     outputs = model(torch.randn(1, 3, 64, 96))

@@ -1,0 +1,93 @@
+"""Which kind of model an exported graph, a model config and an mmdeploy deploy config describe,
+compared before anything is built.
+
+tools/deployment/pytorch2onnx.py names a whole model's ports by its kind (see
+:mod:`mmrmt.deployment.tensor_mode`): a two-stage detector takes ``image`` and
+``proposals`` and returns ``rpn_*`` and ``roi_*`` (``roi_2`` the masks), a
+single-stage detector returns ``head_*``, a segmentor ``seg_logits``. A graph
+of one kind evaluated with a config of another would fail only after the
+runner has built everything, with a misleading line. Likewise mmdeploy's
+detection deploy configs (outputs ``dets``, ``labels``) and its
+instance-segmentation ones (also ``masks``) convert only models without, and
+with, a mask head.
+"""
+import os.path as osp
+from typing import Optional
+
+from mmengine.config import Config
+
+from .preflight import PreflightError
+
+#: What each kind is called in messages.
+KIND_NAMES = dict(two_stage='two-stage detector', single_stage='single-stage detector', segmentor='segmentor')
+
+
+def graph_model_kind(path: str) -> Optional[str]:
+    """'two_stage', 'single_stage' or 'segmentor' from the graph's port names, with ``'+masks'``
+    for a two-stage graph with mask outputs; None for ports pytorch2onnx.py does not write."""
+    import onnx
+    graph = onnx.load(path, load_external_data=False).graph
+    inputs = [value.name for value in graph.input]
+    outputs = [value.name for value in graph.output]
+    if inputs == ['image', 'proposals']:
+        return 'two_stage+masks' if 'roi_2' in outputs else 'two_stage'
+    if outputs == ['seg_logits']:
+        return 'segmentor'
+    if outputs and all(name.startswith('head_') for name in outputs):
+        return 'single_stage'
+    return None
+
+
+def config_model_kind(cfg: Config) -> Optional[str]:
+    """The same kinds from the config's ``model`` (None for another model)."""
+    model = cfg.get('model') or {}
+    if model.get('rpn_head') and model.get('roi_head'):
+        return 'two_stage+masks' if model['roi_head'].get('mask_head') else 'two_stage'
+    if model.get('bbox_head'):
+        return 'single_stage'
+    if model.get('decode_head'):
+        return 'segmentor'
+    return None
+
+
+def describe(kind: str) -> str:
+    base, _, masks = kind.partition('+')
+    return KIND_NAMES[base] + (' with masks' if masks else ' without masks' if base == 'two_stage' else '')
+
+
+def check_graph_fits_config(path: str, cfg: Config, config: str) -> None:
+    """Fail if the whole-model graph ``path`` and config ``config`` describe different kinds of model.
+
+    Raises:
+        PreflightError: Naming both kinds and the two ways to make them agree.
+    """
+    graph_kind, config_kind = graph_model_kind(path), config_model_kind(cfg)
+    if graph_kind is None or config_kind is None or graph_kind == config_kind:
+        return
+    raise PreflightError(f'{path} is the graph of a {describe(graph_kind)}, but {config} describes a '
+                         f'{describe(config_kind)} ({cfg.model.get("type")}): give the config the graph was '
+                         "exported from, or export this config's model with tools/deployment/pytorch2onnx.py")
+
+
+def check_deploy_config_fits(deploy_cfg: Config, deploy_config: str, model_cfg: Config, model_config: str) -> None:
+    """Fail if an mmdet deploy config's outputs lack the masks of a model with a mask head, or the reverse.
+
+    Raises:
+        PreflightError: Naming the deploy config that fits (the same name with
+            ``detection_`` and ``instance-seg_`` swapped, when it exists).
+    """
+    if deploy_cfg.codebase_config.get('type') != 'mmdet':
+        return
+    model_masks = config_model_kind(model_cfg) == 'two_stage+masks'
+    deploy_masks = 'masks' in (deploy_cfg.onnx_config.get('output_names') or [])
+    if model_masks == deploy_masks:
+        return
+    wanted, given = ('instance-seg_', 'detection_') if model_masks else ('detection_', 'instance-seg_')
+    folder, name = osp.split(deploy_config)
+    fitting = osp.join(folder, name.replace(given, wanted, 1))
+    if given not in name or not osp.isfile(fitting):
+        fitting = f'configs/deploy/{wanted}onnxruntime_*.py'
+    model = f'{model_config} ({model_cfg.model.get("type")}) has {"a" if model_masks else "no"} mask head'
+    raise PreflightError(f'{deploy_config} converts detectors {"without" if model_masks else "with"} masks '
+                         f'(outputs {", ".join(deploy_cfg.onnx_config.get("output_names") or [])}), but {model}: '
+                         f'use {fitting}')

@@ -1,0 +1,39 @@
+"""tools/test.py's ``--out`` of a detector: the predictions pickled into place atomically."""
+from typing import Any
+
+from mmdet.evaluation import DumpDetResults
+from mmengine.fileio import dump
+from mmengine.logging import print_log
+
+from .atomic_file import replaced_atomically
+from .preflight import PreflightError
+
+
+class AtomicDumpDetResults(DumpDetResults):
+    """mmdet's :class:`~mmdet.evaluation.DumpDetResults`, writing its file whole or not at all.
+
+    The predictions go to a temporary file beside ``out_file_path`` that is
+    then moved into place: a full disk leaves no truncated file. Without
+    ``force`` a file that appeared at that path during the run is kept, and
+    the run ends with one line.
+
+    Args:
+        out_file_path (str): The ``.pkl`` file to write.
+        force (bool): Whether an existing file there is replaced.
+        **kwargs: The other arguments of ``DumpDetResults``.
+    """
+
+    def __init__(self, out_file_path: str, force: bool, **kwargs: Any) -> None:
+        super().__init__(out_file_path=out_file_path, **kwargs)
+        self.force = force
+
+    def compute_metrics(self, results: list) -> dict:
+        try:
+            with replaced_atomically(self.out_file_path, overwrite=self.force) as temporary:
+                dump(results, temporary, file_format='pkl')
+        except FileExistsError:
+            raise PreflightError(f'--out {self.out_file_path} was created by someone else while this run was testing; '
+                                 'it is kept and the predictions were not written: choose another --out, or add '
+                                 '--force to replace it') from None
+        print_log(f'Results has been saved to {self.out_file_path}.', logger='current')
+        return {}
