@@ -2,7 +2,7 @@
 compared before anything is built.
 
 tools/deployment/pytorch2onnx.py names a whole model's ports by its kind (see
-:mod:`mmrmt.deployment.tensor_mode`): a two-stage detector takes ``image`` and
+:mod:`mmrmt.deployment.export.tensor_mode`): a two-stage detector takes ``image`` and
 ``proposals`` and returns ``rpn_*`` and ``roi_*`` (``roi_2`` the masks), a
 single-stage detector returns ``head_*``, a segmentor ``seg_logits``. A graph
 of one kind evaluated with a config of another would fail only after the
