@@ -10,7 +10,7 @@ grid is the conv's output, never H // 2) and puts a LayerNorm on every
 emitted feature without feeding it forward (the last stage's is the
 checkpoint's final ``norm``). Parameter names are the upstream ones.
 """
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -374,20 +374,26 @@ class ResT(PyramidBackbone):
         blocks' (B, h, w, C) layout is a free permute.
         """
         self.check_input(x)
-        return tuple(self.emit(i, out) for i, out in enumerate(self.stage_maps(x, self.out_indices[-1]))
-                     if i in self.out_indices)
+        return tuple(self.stage_maps(x, self.out_indices[-1],
+                                     lambda i, out: self.emit(i, out) if i in self.out_indices else None))
 
-    def stage_maps(self, x: torch.Tensor, last: int) -> Iterator[torch.Tensor]:
-        """The (B, h, w, C) output of stages 0..``last`` of (B, C, H, W) images, before any output norm."""
+    def stage_maps(self, x: torch.Tensor, last: int,
+                   emit: Callable[[int, torch.Tensor], Optional[torch.Tensor]]) -> List[torch.Tensor]:
+        """``emit(i, output)`` of stages ``i`` = 0..``last`` of (B, C, H, W) images, where not None;
+        ``output`` is the (B, h, w, C) map before any output norm."""
         chunked = run_mode.chunks_cpu_inference(x, self.training)
         conv_layout = torch.channels_last if chunked else torch.contiguous_format
         x = x.contiguous(memory_format=conv_layout)
+        outs = []
         for i in range(last + 1):
             chunks = x.tensor_split(self._chunks(i, x)) if chunked else (x, )  # no Split node in a graph
             parts = [self.stage_forward(i, part) for part in chunks]
             x = parts[0] if len(parts) == 1 else torch.cat(parts)  # (B, h, w, C)
-            yield x
+            out = emit(i, x)
+            if out is not None:
+                outs.append(out)
             x = x.permute(0, 3, 1, 2).contiguous(memory_format=conv_layout)
+        return outs
 
     def stage_forward(self, stage: int, x: torch.Tensor) -> torch.Tensor:
         """Patch embedding and blocks of ``stage`` on the previous (B, C, H, W) map; (B, h, w, C) out."""

@@ -4,7 +4,7 @@ The network is our :class:`~mmrmt.models.backbones.ResT` (the same blocks
 and fast paths), its last stage normalised by ``norm``, then the authors'
 head (``models/rest.py``): average pooling and a linear classifier.
 """
-from typing import Iterator, Optional
+from typing import List, Optional
 
 import torch
 from timm.models import generate_default_cfgs, register_model
@@ -53,8 +53,8 @@ class ResTClassifier(TimmClassifierMixin, ResT):
     def final_norm(self) -> nn.Module:
         return self.norm
 
-    def stage_outputs(self, x: torch.Tensor, last: int) -> Iterator[torch.Tensor]:
-        return self.stage_maps(x, last)
+    def stage_outputs(self, x: torch.Tensor, last: int) -> List[torch.Tensor]:
+        return self.stage_maps(x, last, lambda stage, out: out)
 
     def forward_head(self, x: torch.Tensor, pre_logits: bool = False) -> torch.Tensor:
         """Logits (or with ``pre_logits`` the pooled features) of a :meth:`forward_features` map."""

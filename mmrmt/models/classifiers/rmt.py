@@ -10,7 +10,7 @@ token, and predict ``head + 0.5 * max over tokens of aux_head``, as the
 authors evaluate them (their MixToken training is not reproduced: the same
 sum is the output in training).
 """
-from typing import Iterator, Union
+from typing import List, Union
 
 import torch
 import torch.nn.functional as F
@@ -80,11 +80,13 @@ class RMTClassifier(TimmClassifierMixin, RMT):
                 nn.init.trunc_normal_(head.weight, std=.02)
                 nn.init.zeros_(head.bias)
 
-    def stage_outputs(self, x: torch.Tensor, last: int) -> Iterator[torch.Tensor]:
+    def stage_outputs(self, x: torch.Tensor, last: int) -> List[torch.Tensor]:
         x = self.patch_embed.proj(x).permute(0, 2, 3, 1)
+        outs = []
         for stage in self.layers[:last + 1]:
             out, x = stage(x, lambda tokens: tokens)
-            yield out
+            outs.append(out)
+        return outs
 
     def forward_head(self, x: torch.Tensor, pre_logits: bool = False) -> torch.Tensor:
         """Logits (or with ``pre_logits`` the pooled projection) of a :meth:`forward_features` map."""

@@ -11,7 +11,7 @@ wrapper over ``forward_intermediates``, and the weights of
 :meth:`TimmClassifierMixin.load_pretrained` (weights only, ``.pth`` or
 ``.safetensors``, every key checked).
 """
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import torch
 from timm.models import build_model_with_cfg
@@ -44,7 +44,7 @@ class TimmClassifierMixin:
     num_classes: int
     global_pool: str
 
-    def stage_outputs(self, x: torch.Tensor, last: int) -> Iterator[torch.Tensor]:
+    def stage_outputs(self, x: torch.Tensor, last: int) -> List[torch.Tensor]:
         """The channels-last (B, h, w, C) output of stages 0..``last`` of (B, 3, H, W) images."""
         raise NotImplementedError
 
@@ -54,8 +54,7 @@ class TimmClassifierMixin:
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """The last stage's (B, num_features, h, w) map (unpooled, as timm's models give it)."""
         self.check_input(x)
-        *_, last = self.stage_outputs(x, self.num_stages - 1)
-        return self._final_features(last)
+        return self._final_features(self.stage_outputs(x, self.num_stages - 1)[-1])
 
     def _final_features(self, last: torch.Tensor) -> torch.Tensor:
         """The (B, C, h, w) map the head takes: the last stage's output, through the final norm if any."""
@@ -99,16 +98,16 @@ class TimmClassifierMixin:
         wanted = self._intermediate_indices(indices)
         self.check_input(x)
         last = wanted[-1] if intermediates_only or stop_early else self.num_stages - 1
-        intermediates, final = [], None
-        for stage, out in enumerate(self.stage_outputs(x, last)):
-            final = out
+        outputs = self.stage_outputs(x, last)
+        intermediates = []
+        for stage, out in enumerate(outputs):
             if stage in wanted:
                 if norm and stage == self.num_stages - 1:
                     out = self.final_norm()(out)
                 intermediates.append(out if output_fmt == 'NHWC' else out.permute(0, 3, 1, 2))
         if intermediates_only:
             return intermediates
-        return self._final_features(final), intermediates
+        return self._final_features(outputs[-1]), intermediates
 
     def _intermediate_indices(self, indices: Optional[Union[int, Sequence[int]]]) -> List[int]:
         """``indices`` of :meth:`forward_intermediates` as ascending stage indices."""

@@ -5,8 +5,10 @@ tests/helpers/make_classifier_goldens.py on qhfan/RMT's and wofmanaf/ResT's
 code) holds, for every variant, the authors' float64 logits at 224x224 and
 160x192 for weights and an image drawn from seeds
 (tests/helpers/classifier_goldens.py); the weights are rebuilt here from the
-same seeds, saved in the authors' checkpoint layout and loaded as a user
-loads the authors' files.
+same seeds, saved as the authors' checkpoint layout under ``model`` and read
+by the classifier's ``load_pretrained``, what
+``pretrained_cfg_overlay=dict(file=...)`` runs (here into the float64 model;
+test_classifier_weights.py checks that path through ``timm.create_model``).
 """
 from pathlib import Path
 

@@ -3,10 +3,11 @@ every model, asserted of ours: registration, default_cfg, forward_features and
 forward_head, reset_classifier, num_features, backward, forward_intermediates,
 features_only and gradient checkpointing.
 
-As timm excludes models of this kind from its TorchScript test
-(``EXCLUDE_JIT_FILTERS``), ours are not scriptable (autograd Functions and
-the run-mode switches of the fast paths); they are traced instead, which is
-what their ONNX export relies on, and the trace is checked here.
+As timm excludes models of this kind from its TorchScript and FX tests
+(``EXCLUDE_JIT_FILTERS``, ``EXCLUDE_FX_FILTERS``), ours are neither
+scriptable nor FX-traceable (autograd Functions and the run-mode switches of
+the fast paths); they are traced instead, which is what their ONNX export
+relies on, and the trace is checked here.
 """
 import math
 
