@@ -8,6 +8,8 @@ does, whatever launcher reads the config):
 * lets torch's weights-only loading accept mmengine checkpoints (see
   :func:`~mmrmt.checkpoint.allow_mmengine_checkpoints`), so ``--resume`` works
   under torch >= 2.6 without turning the safety off;
+* registers the authors' RMT and ResT classifiers as timm models
+  (``timm.create_model('rmt_s')``, see :mod:`mmrmt.models.classifiers`);
 * lets configs inherit ours as ``_base_ = 'mmrmt::rmt/...py'`` (see
   :mod:`mmrmt.config_bases`).
 
@@ -23,6 +25,7 @@ and hook of :mod:`mmrmt.engine` are imported by the configs that name them
 from . import models  # noqa: F401  (registers the backbones)
 from .checkpoint import allow_mmengine_checkpoints
 from .config_bases import enable_mmrmt_bases
+from .models import classifiers  # noqa: F401  (registers the timm models)
 from .models import ManhattanSelfAttention2d
 from .version import __version__
 

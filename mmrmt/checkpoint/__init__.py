@@ -1,4 +1,4 @@
-"""Checkpoint files: read safely (weights only), check that they fit a model,
+"""Checkpoint files (``.pth`` or ``.safetensors``): read safely (weights only), write, check that they fit a model,
 load strictly (:func:`load_model_weights`, the one way a tool loads weights
 into a model it built; :func:`load_pretrained` for a backbone's
 ``init_cfg``), and convert the upstream layouts (:mod:`.converters`).
@@ -9,15 +9,17 @@ prefixes, its converter) to :func:`load_pretrained`.
 """
 from .fit import first_few, fit_problems, shapes, starts_with_any
 from .loading import check_fit, load_model_weights, load_pretrained
-from .reading import (STATE_DICT_WRAPPERS, StateDict, checkpoint_file_problem, extract_state_dict, one_line_reason,
-                      read_checkpoint, written_by_mmengine)
+from .reading import (SAFETENSORS_META_KEY, SAFETENSORS_SUFFIX, STATE_DICT_WRAPPERS, StateDict, checkpoint_file_problem,
+                      extract_state_dict, one_line_reason, read_checkpoint, read_safetensors, written_by_mmengine)
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
 from .weights_only import CHECKPOINT_SAFE_GLOBALS, allow_mmengine_checkpoints
+from .writing import save_checkpoint, sha256_of, wants_safetensors
 
 __all__ = [
     'first_few', 'fit_problems', 'shapes', 'starts_with_any', 'check_fit', 'load_model_weights', 'load_pretrained',
-    'STATE_DICT_WRAPPERS',
+    'SAFETENSORS_META_KEY', 'SAFETENSORS_SUFFIX', 'STATE_DICT_WRAPPERS',
     'StateDict', 'checkpoint_file_problem', 'extract_state_dict', 'one_line_reason', 'read_checkpoint',
-    'written_by_mmengine', 'make_resumed_config_inert', 'read_saved_config', 'resumed_config',
+    'read_safetensors', 'written_by_mmengine', 'save_checkpoint', 'sha256_of', 'wants_safetensors',
+    'make_resumed_config_inert', 'read_saved_config', 'resumed_config',
     'CHECKPOINT_SAFE_GLOBALS', 'allow_mmengine_checkpoints'
 ]

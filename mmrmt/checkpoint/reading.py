@@ -1,14 +1,19 @@
 """Read a checkpoint file safely (weights only) and take its weights out.
 
-Every problem is a ``ValueError`` (or ``FileNotFoundError``) whose message is
-one line naming the file.
+A PyTorch file (``.pth``: a zip archive or a legacy pickle) is read with
+torch's weights-only unpickler; a safetensors file (named ``.safetensors``,
+or recognised by its header) holds tensors and a text header only, so
+nothing in it can run. Every problem is a ``ValueError`` (or
+``FileNotFoundError``) whose message is one line naming the file.
 """
+import json
 import os.path as osp
 import re
 import zipfile
 from typing import Dict, Optional
 
 import torch
+from safetensors import safe_open
 
 from .url import fetch_checkpoint, is_url
 from .weights_only import allow_mmengine_checkpoints
@@ -21,6 +26,11 @@ STATE_DICT_WRAPPERS = ('state_dict', 'model', 'model_ema')
 
 
 ANSI_ESCAPE = re.compile(r'\x1b\[[0-9;]*m')
+
+SAFETENSORS_SUFFIX = '.safetensors'
+#: Where our converters keep a checkpoint's ``meta`` in a safetensors file's
+#: header (its metadata holds strings only): as JSON text, read as data.
+SAFETENSORS_META_KEY = 'mmrmt_meta'
 
 #: torch's weights-only unpickler puts the actual reason after this marker,
 #: below its general advice.
@@ -40,26 +50,67 @@ def one_line_reason(error: BaseException) -> str:
     return f'{type(error).__name__}: {lines[0]}' if lines else type(error).__name__
 
 
+def file_head(filename: str) -> bytes:
+    """The first 16 bytes of ``filename``: enough to tell the formats apart."""
+    with open(filename, 'rb') as file:
+        return file.read(16)
+
+
+def is_safetensors_head(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a safetensors file: the length of
+    its JSON header (8 bytes, little-endian), then the header, ``{...}``."""
+    return len(head) > 8 and head[8:9] == b'{'
+
+
 def checkpoint_file_problem(filename: str) -> Optional[str]:
-    """Why an existing local file cannot be a torch checkpoint, judged by its bytes.
+    """Why an existing local file cannot be a checkpoint, judged by its bytes.
 
     torch writes a zip archive (or, in its legacy format, a pickle, whose
-    first byte is the protocol opcode 0x80).
+    first byte is the protocol opcode 0x80); a safetensors file starts with
+    its header's length and the header.
 
     Returns:
         str, optional: The problem (empty, truncated, not a checkpoint), or
         None when the file may be a checkpoint.
     """
-    with open(filename, 'rb') as file:
-        head = file.read(16)
+    head = file_head(filename)
     if not head:
         return 'the file is empty (0 bytes)'
     if head.startswith(b'PK'):
         return None if zipfile.is_zipfile(filename) else (
             'the file is truncated or corrupted (its zip directory is missing)')
-    if head.startswith(b'\x80'):
+    if head.startswith(b'\x80') or is_safetensors_head(head):
         return None
     return f'it is neither a zip archive nor a pickle (it starts with {head!r})'
+
+
+def read_safetensors(filename: str) -> object:
+    """The tensors of a safetensors file, on the CPU; with ``meta`` if our converters wrote one.
+
+    Returns:
+        dict: The tensors, or ``{'state_dict': tensors, 'meta': dict}`` when
+        the header holds :data:`SAFETENSORS_META_KEY` (what a converted
+        ``.pth`` holds too).
+
+    Raises:
+        ValueError: Not a safetensors file (a PyTorch file named
+            ``.safetensors`` among others), or a truncated or corrupted one.
+    """
+    unreadable = f'{filename} is not a readable safetensors file'
+    head = file_head(filename)
+    if not is_safetensors_head(head):
+        kind = ('a PyTorch checkpoint (zip archive or pickle): name it .pth'
+                if head.startswith((b'PK', b'\x80')) else 'the file is empty (0 bytes)' if not head
+                else f'it has no safetensors header (it starts with {head!r})')
+        raise ValueError(f'{unreadable}: {kind}')
+    try:
+        with safe_open(filename, framework='pt', device='cpu') as file:
+            tensors = {key: file.get_tensor(key) for key in file.keys()}
+            meta_text = (file.metadata() or {}).get(SAFETENSORS_META_KEY)
+        meta = None if meta_text is None else json.loads(meta_text)
+    except Exception as error:  # safetensors' SafetensorError, json's errors
+        raise ValueError(f'{unreadable} (truncated or corrupted?): {one_line_reason(error)}') from error
+    return tensors if meta is None else dict(state_dict=tensors, meta=meta)
 
 
 def read_checkpoint(filename: str) -> object:
@@ -67,18 +118,23 @@ def read_checkpoint(filename: str) -> object:
 
     Besides tensors and containers, the unpickler accepts only
     :data:`~mmrmt.checkpoint.weights_only.CHECKPOINT_SAFE_GLOBALS`: upstream
-    scripts' argparse arguments and mmengine's training state.
+    scripts' argparse arguments and mmengine's training state. A file named
+    ``.safetensors`` (or whose bytes are one) is read by
+    :func:`read_safetensors`.
 
     Raises:
         FileNotFoundError: The path does not exist.
-        ValueError: The file is not a PyTorch checkpoint (empty, truncated,
-            another kind of file) or holds objects that are not allowed.
+        ValueError: The file is not a PyTorch or safetensors checkpoint
+            (empty, truncated, another kind of file) or holds objects that
+            are not allowed.
     """
     allow_mmengine_checkpoints()  # done by ``import mmrmt`` already; here for direct imports
     if is_url(filename):
         filename = fetch_checkpoint(filename)
     if not osp.isfile(filename):
         raise FileNotFoundError(f'checkpoint not found: {filename}')
+    if filename.endswith(SAFETENSORS_SUFFIX) or is_safetensors_head(file_head(filename)):
+        return read_safetensors(filename)
     unreadable = f'{filename} is not a readable PyTorch checkpoint'
     problem = checkpoint_file_problem(filename)
     if problem is not None:

@@ -9,13 +9,16 @@ loader registered when :mod:`mmrmt.engine` is imported is wrapped here, so
 that what it returns holds in ``meta['config']`` only plain data
 (:func:`~mmrmt.checkpoint.make_resumed_config_inert`): this holds for any
 runner, hooks and launcher, as long as the config imports ``mmrmt.engine``.
+The wrapped loaders of local files and ``http(s)://`` read a ``.safetensors``
+file with :func:`~mmrmt.checkpoint.read_checkpoint` (weights only), so that
+``load_from`` takes one as it takes a ``.pth``.
 """
 import functools
 from typing import Callable
 
 from mmengine.runner.checkpoint import CheckpointLoader
 
-from mmrmt.checkpoint import make_resumed_config_inert
+from mmrmt.checkpoint import SAFETENSORS_SUFFIX, make_resumed_config_inert, read_checkpoint
 
 #: Attribute marking a loader already wrapped (importing twice wraps once).
 WRAPPED_MARK = '_mmrmt_resumed_config_inert'
@@ -28,12 +31,20 @@ def make_checkpoint_inert(checkpoint: object) -> object:
     return checkpoint
 
 
+def is_readable_safetensors(filename: object) -> bool:
+    """Whether ``filename`` is a ``.safetensors`` path or URL :func:`~mmrmt.checkpoint.read_checkpoint` reads."""
+    return (isinstance(filename, str) and filename.endswith(SAFETENSORS_SUFFIX)
+            and ('://' not in filename or filename.startswith(('http://', 'https://'))))
+
+
 def inert_loader(loader: Callable) -> Callable:
     """``loader`` whose checkpoints hold no code in ``meta['config']`` (same name, for mmengine's log)."""
 
     @functools.wraps(loader)
-    def load(*args, **kwargs):
-        return make_checkpoint_inert(loader(*args, **kwargs))
+    def load(filename, *args, **kwargs):
+        if is_readable_safetensors(filename):
+            return read_checkpoint(filename)
+        return make_checkpoint_inert(loader(filename, *args, **kwargs))
 
     setattr(load, WRAPPED_MARK, True)
     return load

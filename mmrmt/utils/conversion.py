@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple, Type, Union
 
-import torch
-
 from mmrmt.checkpoint import (StateDict, extract_state_dict, load_pretrained, read_checkpoint, read_saved_config,
-                              written_by_mmengine)
+                              save_checkpoint, sha256_of, wants_safetensors, written_by_mmengine)
 from mmrmt.checkpoint.converters import (match_arch, rest_detectron2_to_mmrmt, rest_widths_depths,
                                          rmt_upstream_to_mmrmt, rmt_widths_depths)
 from mmrmt.models.backbones import RMT, ResT
@@ -59,23 +57,30 @@ def converter_arguments(description: str) -> argparse.ArgumentParser:
     """The arguments every converter takes: ``src``, ``dst`` and ``--force``."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument('src', help='the checkpoint to convert (path or URL)')
-    parser.add_argument('dst', help='where to write the converted checkpoint')
+    parser.add_argument('dst', help='where to write the converted checkpoint (.pth, or .safetensors: the weights '
+                        'only, no pickle); its SHA-256 is printed')
     parser.add_argument('--force', action='store_true',
                         help='replace an existing destination (even the source itself)')
     return parser
 
 
-def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> None:
-    """Save ``payload`` to ``dst`` once ``verify(written file)`` has passed.
+def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str:
+    """Save ``payload`` to ``dst`` once ``verify(written file)`` has passed; print and return its SHA-256.
 
-    The file is written beside ``dst`` under a temporary name (``dst``'s
-    folder is created if needed) and replaces ``dst`` only if ``verify``
-    returns; otherwise it is removed and ``dst`` is left as it was.
+    A ``dst`` named ``.safetensors`` gets a safetensors file (the weights,
+    and ``meta`` as JSON text: no pickle), any other a ``torch.save`` file
+    (:func:`~mmrmt.checkpoint.save_checkpoint`). The file is written beside
+    ``dst`` under a temporary name (``dst``'s folder is created if needed)
+    and replaces ``dst`` only if ``verify`` returns; otherwise it is removed
+    and ``dst`` is left as it was.
     """
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
     with replaced_atomically(dst) as temporary:
-        torch.save(payload, temporary)
+        save_checkpoint(payload, temporary, safetensors=wants_safetensors(dst))
         verify(temporary)
+        digest = sha256_of(temporary)
+    print(f'{dst}: sha256 {digest}')
+    return digest
 
 
 def trained_arch(checkpoint: dict, backbone_cls: Type[PyramidBackbone], src: str) -> Arch:

@@ -426,16 +426,24 @@ class ResT(PyramidBackbone):
         blocks' (B, h, w, C) layout is a free permute.
         """
         self.check_input(x)
+        return tuple(self.stage_maps(x, self.out_indices[-1],
+                                     lambda i, out: self.emit(i, out) if i in self.out_indices else None))
+
+    def stage_maps(self, x: torch.Tensor, last: int,
+                   emit: Callable[[int, torch.Tensor], Optional[torch.Tensor]]) -> List[torch.Tensor]:
+        """``emit(i, output)`` of stages ``i`` = 0..``last`` of (B, C, H, W) images, where not None;
+        ``output`` is the (B, h, w, C) map before any output norm."""
         conv_layout = (torch.channels_last if run_mode.chunks_cpu_inference(x, self.training)
                        else torch.contiguous_format)
         x = x.contiguous(memory_format=conv_layout)
         outs = []
-        for i in range(self.out_indices[-1] + 1):
+        for i in range(last + 1):
             x = in_image_chunks(partial(self.stage_forward, i), x, self._hidden_bytes(i, x), self.training)
-            if i in self.out_indices:
-                outs.append(self.emit(i, x))
+            out = emit(i, x)
+            if out is not None:
+                outs.append(out)
             x = x.permute(0, 3, 1, 2).contiguous(memory_format=conv_layout)
-        return tuple(outs)
+        return outs
 
     def stage_forward(self, stage: int, x: torch.Tensor) -> torch.Tensor:
         """Patch embedding and blocks of ``stage`` on the previous (B, C, H, W) map; (B, h, w, C) out."""

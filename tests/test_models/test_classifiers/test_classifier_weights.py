@@ -1,0 +1,100 @@
+"""The authors' ImageNet files through timm: ``pretrained=True`` with
+``pretrained_cfg_overlay=dict(file=...)`` loads a ``.pth`` (as the authors
+save it) or a ``.safetensors`` whole and strictly, weights only; a file that
+does not fit is one line naming it; ``features_only`` gives our pyramid."""
+import argparse
+import re
+
+import pytest
+import timm
+import torch
+from safetensors.torch import save_file
+
+import mmrmt  # noqa: F401  (registers the timm models)
+from mmrmt.models.backbones import RMT, ResT
+from helpers.checkpoints import pretrained
+from helpers.classifier_goldens import seeded_state_dict
+
+
+def authors_file(tmp_path, variant: str, suffix: str = '.pth', seed: int = 0) -> str:
+    """``variant``'s seeded float32 weights as the authors save them (``.pth``) or as safetensors."""
+    state = {key: value.float() if value.is_floating_point() else value
+             for key, value in seeded_state_dict(variant, seed).items()}
+    path = str(tmp_path / f'{variant}{suffix}')
+    if suffix == '.safetensors':
+        save_file(state, path)
+    else:  # their training script's checkpoint: the model, the optimizer's epoch, its argparse arguments
+        torch.save(dict(model=state, epoch=299, args=argparse.Namespace(model=variant)), path)
+    return path
+
+
+def with_file(path: str, **kwargs) -> dict:
+    return dict(pretrained=True, pretrained_cfg_overlay=dict(file=path), **kwargs)
+
+
+@pytest.mark.parametrize('variant', ['rmt_t', 'rmt_s_tl', 'rest_lite'])
+@pytest.mark.parametrize('suffix', ['.pth', '.safetensors'])
+def test_the_authors_file_loads_whole_and_bit_exact(tmp_path, variant, suffix):
+    path = authors_file(tmp_path, variant, suffix)
+    model = timm.create_model(variant, **with_file(path))
+    expected = seeded_state_dict(variant, 0)
+    own = model.state_dict()
+    assert sorted(own) == sorted(expected)
+    assert all(torch.equal(own[key], value.to(own[key].dtype)) for key, value in expected.items())
+
+
+def test_weights_are_read_without_timm_unpickler(tmp_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError('timm.models.load_state_dict called')
+
+    monkeypatch.setattr(timm.models._builder, 'load_state_dict', refuse)
+    timm.create_model('rest_lite', **with_file(authors_file(tmp_path, 'rest_lite')))
+
+
+def test_another_class_count_keeps_the_trunk_and_a_new_head(tmp_path):
+    path = authors_file(tmp_path, 'rmt_s_tl')
+    model = timm.create_model('rmt_s_tl', num_classes=10, **with_file(path))
+    expected = seeded_state_dict('rmt_s_tl', 0)
+    assert model.head.weight.shape == (10, 1024) and model.aux_head.weight.shape == (10, 512)
+    assert torch.equal(model.proj.weight, expected['proj.weight'].float())
+    fc1 = 'layers.3.blocks.0.ffn.fc1.weight'
+    assert torch.equal(model.state_dict()[fc1], expected[fc1].float())
+
+
+@pytest.mark.parametrize('variant, file_variant, problem', [
+    ('rmt_s', 'rmt_s_tl', r'2 unexpected keys \(aux_head\.bias, aux_head\.weight\)'),
+    ('rmt_s_tl', 'rmt_s', r'2 missing keys \(aux_head\.bias, aux_head\.weight\)'),
+    ('rmt_s', 'rmt_t', r'tensors differ in shape'),
+    ('rest_small', 'rest_lite', r'missing keys \(stage3\.2\.'),
+])
+def test_a_file_of_another_variant_is_one_line(tmp_path, variant, file_variant, problem):
+    path = authors_file(tmp_path, file_variant)
+    expected = rf'^{re.escape(path)} does not fit \w+: .*{problem}.*check the model name'
+    with pytest.raises(ValueError, match=expected) as error:
+        timm.create_model(variant, **with_file(path))
+    assert '\n' not in str(error.value)
+
+
+def test_a_missing_file_is_one_line(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r'^checkpoint not found: .*nothing\.pth$'):
+        timm.create_model('rmt_t', **with_file(str(tmp_path / 'nothing.pth')))
+
+
+@pytest.mark.parametrize('variant, backbone_cls, arch', [('rmt_t', RMT, 't'), ('rmt_s_tl', RMT, 's'),
+                                                         ('rest_lite', ResT, 'lite')])
+def test_features_only_is_our_pyramid_before_its_output_norms(tmp_path, variant, backbone_cls, arch):
+    """The same file through timm's features_only and through the mmdet backbone's init_cfg:
+    the backbone's outputs are its output norms applied to timm's features, bit for bit."""
+    path = authors_file(tmp_path, variant)
+    features = timm.create_model(variant, features_only=True, **with_file(path)).eval()
+    assert features.feature_info.channels() == list(backbone_cls.arch_zoo[arch]['embed_dims'])
+    assert features.feature_info.reduction() == [4, 8, 16, 32]
+    backbone = backbone_cls(arch=arch, init_cfg=pretrained(path))
+    backbone.init_weights()
+    backbone.eval()
+    x = torch.randn(2, 3, 67, 93)
+    with torch.no_grad():
+        ours, pyramid = features(x), backbone(x)
+        assert len(ours) == len(pyramid) == 4
+        for stage, (feature, level) in enumerate(zip(ours, pyramid)):
+            assert torch.equal(backbone.output_norm(stage)(feature.permute(0, 2, 3, 1)).permute(0, 3, 1, 2), level)
