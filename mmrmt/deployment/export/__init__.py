@@ -1,4 +1,4 @@
-"""A model in tensor mode exported to ONNX, with the export forms of mmrmt's backbones and exact ones of mmdet's layers."""
+"""A model in tensor mode exported to ONNX, with the export forms of our backbones and exact ones of mmdet's layers."""
 from .backbone_forms import EXPORT_FORMS, export_implementation
 from .export_forms import exact_roi_min_side, export_forms
 from .float32_roi_pooling import float32_roi_pooling
