@@ -12,6 +12,8 @@ from .loading import check_fit, load_model_weights, load_pretrained
 from .reading import (STATE_DICT_WRAPPERS, StateDict, checkpoint_file_problem, extract_state_dict, one_line_reason,
                       read_checkpoint, written_by_mmengine)
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
+from .strict_mmengine_loading import (CheckpointRefusedError, load_weights_only, print_refusals_in_one_line,
+                                      strict_when_mmengine_loads)
 from .weights_only import CHECKPOINT_SAFE_GLOBALS, allow_mmengine_checkpoints
 
 __all__ = [
@@ -19,5 +21,6 @@ __all__ = [
     'STATE_DICT_WRAPPERS',
     'StateDict', 'checkpoint_file_problem', 'extract_state_dict', 'one_line_reason', 'read_checkpoint',
     'written_by_mmengine', 'make_resumed_config_inert', 'read_saved_config', 'resumed_config',
+    'CheckpointRefusedError', 'load_weights_only', 'print_refusals_in_one_line', 'strict_when_mmengine_loads',
     'CHECKPOINT_SAFE_GLOBALS', 'allow_mmengine_checkpoints'
 ]

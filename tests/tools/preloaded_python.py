@@ -27,7 +27,6 @@ import os
 import random
 import runpy
 import sys
-import traceback
 from importlib import import_module
 from typing import List
 
@@ -88,11 +87,11 @@ def run_child(argv: List[str], cwd: str, env: dict, stdout: str, stderr: str) ->
             code = 0
         except SystemExit as exited:
             code = exit_code(exited)
-        except BaseException as uncaught:  # noqa: B902  (Python prints it from the script's frame on, status 1)
-            frames = uncaught.__traceback__
+        except BaseException as uncaught:  # noqa: B902  (Python hands it to sys.excepthook from the script's frame on,
+            frames = uncaught.__traceback__  # status 1)
             while frames is not None and frames.tb_frame.f_code.co_filename != script:
                 frames = frames.tb_next
-            traceback.print_exception(type(uncaught), uncaught, frames)
+            sys.excepthook(type(uncaught), uncaught, frames)
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):
