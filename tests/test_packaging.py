@@ -111,7 +111,7 @@ def test_wheel_requires_the_core_and_offers_each_library_of_each_family_as_an_ex
     assert extra('det') == {'mmcv', 'mmengine', 'mmdet'}
     assert extra('seg') == {'mmcv', 'mmengine', 'mmsegmentation', 'ftfy', 'regex'}
     assert extra('all') == extra('det') | extra('seg')
-    assert extra('onedl-det') == {'onedl-mmcv', 'onedl-mmengine', 'onedl-mmdetection'}
+    assert extra('onedl-det') == {'onedl-mmcv', 'onedl-mmengine', 'onedl-mmdetection', 'faster-coco-eval'}
     assert extra('onedl-seg') == {'onedl-mmcv', 'onedl-mmengine', 'onedl-mmsegmentation'}
     assert extra('onedl-all') == extra('onedl-det') | extra('onedl-seg')
     assert extra('deploy') == {'onnx', 'onnxruntime', 'onnxscript'}
