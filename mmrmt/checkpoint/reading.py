@@ -24,7 +24,7 @@ ANSI_ESCAPE = re.compile(r'\x1b\[[0-9;]*m')
 #: torch's weights-only unpickler puts the actual reason after this marker,
 #: below its general advice ...
 WEIGHTS_ONLY_REASON = 'WeightsUnpickler error:'
-#: ... or, for a blocked module, in the paragraph after the one this advice opens.
+#: ... or, for a blocked module, in the lines after the one this advice opens.
 WEIGHTS_ONLY_ADVICE = 'Weights only load failed.'
 
 
@@ -39,7 +39,7 @@ def one_line_reason(error: BaseException) -> str:
     if WEIGHTS_ONLY_REASON in text:
         text = text.split(WEIGHTS_ONLY_REASON, 1)[1]
     elif text.startswith(WEIGHTS_ONLY_ADVICE):
-        text = text.partition('\n\n')[2]
+        text = text.partition('\n')[2]
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return f'{type(error).__name__}: {lines[0]}' if lines else type(error).__name__
 
