@@ -1,17 +1,24 @@
 """Install mmrmt: RMT, ResT and ResMLP backbones for MMDetection and MMSegmentation.
 
-As OpenMMLab plugins declare it: the core (torch, mmcv, mmengine, timm;
-``requirements/runtime.txt``) always, and the library the backbones serve as
-an extra, so that either one is enough (mmrmt is not on PyPI yet: from a
-clone, or from a wheel built by ``pip wheel . --no-deps``)::
+The core (torch, torchvision, timm; ``requirements/runtime.txt``) always; the
+OpenMMLab family and the library the backbones serve as an extra, so that
+either library is enough and an environment holding the maintained forks
+(onedl-mmcv, onedl-mmengine, ...: the same modules under other distribution
+names) is never given upstream's distributions over them (mmrmt is not on
+PyPI yet: from a clone, or from a wheel built by ``pip wheel . --no-deps``)::
 
-    pip install -e ".[det]"   # with MMDetection
-    pip install -e ".[seg]"   # with MMSegmentation
-    pip install -e ".[all]"   # both (what ``make setup`` installs)
+    pip install -e ".[det]"         # upstream OpenMMLab: mmcv, mmengine, mmdet
+    pip install -e ".[seg]"         # ... mmcv, mmengine, mmsegmentation
+    pip install -e ".[all]"         # ... both (what ``make setup`` installs)
+    pip install -e ".[onedl-det]"   # the forks: onedl-mmcv, onedl-mmengine, onedl-mmdetection
+    pip install -e ".[onedl-seg]"   # ... onedl-mmsegmentation
+    pip install -e ".[onedl-all]"   # ... both (what ``make test-forks`` installs)
+    pip install -e .                # a stack already installed: nothing of it changed
 
-plus ``[deploy]`` (ONNX export), ``[openvino]`` (OpenVINO) and ``[tests]``. torch and mmcv (with its
-compiled ops) are best installed first, the OpenMMLab way (see
-requirements/mminstall.txt and ``make setup``).
+plus ``[deploy]`` (ONNX export), ``[openvino]`` (OpenVINO) and ``[tests]``.
+``import mmrmt`` checks the versions of the mmcv and mmengine modules, from
+whichever family (:mod:`mmrmt.openmmlab_stack`). torch and mmcv (with its
+compiled ops) are best installed first (see ``tools/misc/setup_env.sh``).
 
 A built wheel also carries the configs, tools, demo, docs and
 ``model-index.yml`` in ``mmrmt/.mim/`` (as mmdet's and mmseg's wheels do),
@@ -60,6 +67,18 @@ def read_requirements(name: str) -> list:
     return [line for line in (raw.strip() for raw in lines) if line and not line.startswith('#')]
 
 
+def family_extras(prefix: str, core: str, det: str, seg: str) -> dict:
+    """One OpenMMLab family's extras ``{prefix}det``, ``{prefix}seg`` and ``{prefix}all``:
+    its core (the requirements file ``core``) and its MMDetection, MMSegmentation or both."""
+    core_requirements = read_requirements(core)
+    det_requirements, seg_requirements = read_requirements(det), read_requirements(seg)
+    return {
+        f'{prefix}det': core_requirements + det_requirements,
+        f'{prefix}seg': core_requirements + seg_requirements,
+        f'{prefix}all': core_requirements + det_requirements + seg_requirements,
+    }
+
+
 setup(
     name='mmrmt',
     version=read_version(),
@@ -70,9 +89,8 @@ setup(
     python_requires='>=3.8',
     install_requires=read_requirements('runtime.txt'),
     extras_require={
-        'det': read_requirements('det.txt'),
-        'seg': read_requirements('seg.txt'),
-        'all': read_requirements('det.txt') + read_requirements('seg.txt'),
+        **family_extras('', 'mminstall.txt', det='det.txt', seg='seg.txt'),
+        **family_extras('onedl-', 'onedl.txt', det='onedl_det.txt', seg='onedl_seg.txt'),
         'tests': read_requirements('tests.txt'),
         'mim': read_requirements('mminstall.txt'),
         'deploy': read_requirements('deploy.txt'),

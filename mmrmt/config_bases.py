@@ -13,15 +13,23 @@ inherits it), and where an installed package keeps a file does not change
 while a process runs. An ``mmrmt::`` base is read as if named by its path (no
 ``_scope_`` is added: each of our configs sets its ``default_scope``).
 
+mmengine also looks a ``mmseg::`` base up under the distribution
+``mmsegmentation``; the maintained forks install the module ``mmseg`` as
+``onedl-mmsegmentation``, so :func:`find_libraries_under_fork_names` lets
+mmengine find such a library by its module instead.
+
 A config read before mmrmt is imported cannot use it: mmdet's and mmseg's
 own ``tools/train.py`` read the config before its ``custom_imports``. There,
 name the base by its path (docs/get_started.md).
 """
 from functools import lru_cache
+from importlib import metadata
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Callable, Optional, Tuple
 
 from mmengine.config import Config
+from mmengine.config.utils import MODULE2PACKAGE
 
 PREFIX = 'mmrmt::'
 
@@ -60,8 +68,32 @@ def zoo_base_path(base: str) -> str:
     return str(path)
 
 
+def distribution_installed(name: str) -> bool:
+    try:
+        metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def find_libraries_under_fork_names() -> None:
+    """Let mmengine find a ``package::`` base of a library whose module is installed under
+    another distribution name than mmengine expects (the onedl forks: module ``mmseg``,
+    distribution ``onedl-mmsegmentation``, not ``mmsegmentation``).
+
+    mmengine's ``MODULE2PACKAGE`` maps such a module to its distribution name, which it
+    then looks up as an installed distribution or, failing that, as a module: the
+    module's own name is given instead, so the module's folder is found.
+    """
+    for module, package in list(MODULE2PACKAGE.items()):
+        if module != package and not distribution_installed(package) and find_spec(module) is not None:
+            MODULE2PACKAGE[module] = module
+
+
 def enable_mmrmt_bases() -> None:
-    """Let mmengine's ``Config`` read ``mmrmt::`` bases (idempotent)."""
+    """Let mmengine's ``Config`` read ``mmrmt::`` bases, and the bases of libraries
+    installed under the forks' distribution names (idempotent)."""
+    find_libraries_under_fork_names()
     mmengine_lookup: Callable[[str, str], Tuple[str, Optional[str]]] = Config._get_cfg_path
     if getattr(mmengine_lookup, 'reads_mmrmt_bases', False):
         return

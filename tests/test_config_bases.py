@@ -8,9 +8,10 @@ from pathlib import Path
 import mmengine.config.config as mmengine_config
 import pytest
 from mmengine.config import Config
+from mmengine.config.utils import MODULE2PACKAGE
 
 import mmrmt
-from mmrmt.config_bases import enable_mmrmt_bases, zoo_configs_dir
+from mmrmt.config_bases import enable_mmrmt_bases, find_libraries_under_fork_names, zoo_configs_dir
 
 REPO = Path(__file__).resolve().parents[1]
 ZOO_CONFIG = 'rmt/upernet_rmt-t_8xb2-160k_ade20k-512x512.py'
@@ -49,6 +50,17 @@ def test_a_package_base_is_looked_up_once_a_process(tmp_path, monkeypatch):
     monkeypatch.undo()
     with pytest.raises(ModuleNotFoundError, match='mmpose is not installed'):  # mmengine's error, unchanged
         Config.fromfile(user_config(tmp_path, 'mmpose::body_2d_keypoint/x.py'))
+
+
+def test_a_library_installed_under_a_fork_name_gives_its_bases(tmp_path, monkeypatch):
+    """The onedl forks install the module mmseg as the distribution onedl-mmsegmentation, where
+    mmengine looks for ``mmsegmentation`` (its MODULE2PACKAGE): mmseg's bases are found all the same."""
+    monkeypatch.setitem(MODULE2PACKAGE, 'mmseg', 'no-such-distribution')  # as on the forks, whichever family runs
+    monkeypatch.setitem(MODULE2PACKAGE, 'mmpose', 'mmpose')  # neither the module nor a distribution
+    find_libraries_under_fork_names()
+    assert MODULE2PACKAGE['mmseg'] == 'mmseg' and MODULE2PACKAGE['mmpose'] == 'mmpose'
+    cfg = Config.fromfile(user_config(tmp_path, 'mmseg::_base_/schedules/schedule_40k.py'))
+    assert cfg.train_cfg == dict(type='IterBasedTrainLoop', max_iters=40000, val_interval=4000, _scope_='mmseg')
 
 
 @pytest.mark.parametrize('name', ['rmt/no_such_config.py', 'rmt/upernet_rmt-t_8xb2-160k_ade20k-512x512'])

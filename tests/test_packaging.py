@@ -1,9 +1,12 @@
-"""The built wheel: its requirements (the core always, mmdet / mmsegmentation
-as extras), the model zoo it carries for mim (mmrmt/.mim: configs, tools,
-demo, docs, model-index.yml), its licence; an installed wheel's configs
+"""The built wheel: its requirements (the family-neutral core always, each
+OpenMMLab family's mmcv, mmengine and mmdet / mmsegmentation as extras),
+the model zoo it carries for mim (mmrmt/.mim: configs, tools, demo, docs,
+model-index.yml), its licence; an installed wheel's configs
 load without a clone, also as ``mmrmt::`` bases; a detection-only and a
 segmentation-only install, resolved by pip, build and run a model of our
-configs; and the editable install of ``make setup`` still builds.
+configs; the README's install line of the running environment's family
+(upstream under make test, the onedl forks under make test-forks) changes
+none of its distributions; and the editable install of ``make setup`` still builds.
 
 The wheels are built from a copy of the repository's files (building writes
 build/ and *.egg-info beside setup.py)."""
@@ -12,6 +15,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from importlib import metadata
 from pathlib import Path
 from typing import List
 
@@ -19,6 +23,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
+from mmrmt.version import __version__
 from helpers.core_environment import core_environment
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,22 +95,29 @@ def wheel_metadata(wheel: Path) -> email.message.Message:
     return email.message_from_bytes(archive.read(name))
 
 
-def test_wheel_requires_the_core_and_offers_each_library_as_an_extra(wheel):
+def test_wheel_requires_the_core_and_offers_each_library_of_each_family_as_an_extra(wheel):
+    """Nothing unconditional names a distribution of one family only (the forks install the
+    modules mmcv, mmengine, mmdet, mmseg under other names), so that no install puts one
+    family's over the other's."""
     metadata = wheel_metadata(wheel)
     requirements = [Requirement(line) for line in metadata.get_all('Requires-Dist')]
     unconditional = {requirement.name for requirement in requirements if requirement.marker is None}
-    assert unconditional == {'torch', 'torchvision', 'mmcv', 'mmengine', 'timm'}
+    assert unconditional == {'torch', 'torchvision', 'timm'}
 
     def extra(name: str) -> set:
         return {requirement.name for requirement in requirements
                 if requirement.marker is not None and requirement.marker.evaluate({'extra': name})}
 
-    assert extra('det') == {'mmdet'}
-    assert extra('seg') == {'mmsegmentation', 'ftfy', 'regex'}
+    assert extra('det') == {'mmcv', 'mmengine', 'mmdet'}
+    assert extra('seg') == {'mmcv', 'mmengine', 'mmsegmentation', 'ftfy', 'regex'}
     assert extra('all') == extra('det') | extra('seg')
+    assert extra('onedl-det') == {'onedl-mmcv', 'onedl-mmengine', 'onedl-mmdetection', 'faster-coco-eval'}
+    assert extra('onedl-seg') == {'onedl-mmcv', 'onedl-mmengine', 'onedl-mmsegmentation'}
+    assert extra('onedl-all') == extra('onedl-det') | extra('onedl-seg')
     assert extra('deploy') == {'onnx', 'onnxruntime', 'onnxscript'}
     assert extra('openvino') == {'openvino'}
-    assert set(metadata.get_all('Provides-Extra')) >= {'det', 'seg', 'all', 'deploy', 'openvino', 'tests'}
+    assert set(metadata.get_all('Provides-Extra')) >= {'det', 'seg', 'all', 'onedl-det', 'onedl-seg', 'onedl-all',
+                                                       'deploy', 'openvino', 'tests'}
     assert metadata['License-File'] == 'LICENSE'
     licence = [name for name in zipfile.ZipFile(wheel).namelist() if name.endswith('dist-info/licenses/LICENSE')]
     assert zipfile.ZipFile(wheel).read(licence[0]) == (REPO / 'LICENSE').read_bytes()
@@ -195,6 +207,30 @@ def test_one_library_is_enough(wheel, tmp_path, extra, library, summary):
     module_file, printed = run_user_config(str(python), extra, tmp_path, env)
     assert module_file.startswith(str(tmp_path / 'venv')), module_file
     assert printed == summary
+
+
+def running_family() -> str:
+    """The OpenMMLab family of the running environment: 'onedl' for the maintained forks, '' upstream."""
+    try:
+        metadata.distribution('onedl-mmengine')
+    except metadata.PackageNotFoundError:
+        return ''
+    return 'onedl'
+
+
+@pytest.mark.parametrize('extras', ['{family}all', '{family}det', '{family}seg', None])
+def test_the_readme_install_of_the_running_family_changes_none_of_its_distributions(source_copy, extras):
+    """``pip install -e ".[det]"`` (upstream) or ``".[onedl-det]"`` (the forks), and plain
+    ``pip install -e .``, into the environment running the suite: pip would install mmrmt and
+    nothing else, i.e. no distribution of the stack is replaced (nor one of the other family added)."""
+    family = running_family()
+    target = '.' if extras is None else f'.[{extras.format(family=family + "-" if family else "")}]'
+    result = subprocess.run([sys.executable, '-m', 'pip', 'install', '--disable-pip-version-check', '--dry-run',
+                             '--no-build-isolation', '-e', target], cwd=source_copy, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    (would, ) = [line for line in result.stdout.splitlines() if line.startswith('Would install')]
+    assert would.split()[2:] == [f'mmrmt-{__version__}'], would
 
 
 def test_editable_build_maps_the_package_to_the_source(source_copy, tmp_path):

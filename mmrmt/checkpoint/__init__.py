@@ -12,6 +12,8 @@ from .loading import check_fit, load_model_weights, load_pretrained
 from .reading import (SAFETENSORS_META_KEY, SAFETENSORS_SUFFIX, STATE_DICT_WRAPPERS, StateDict, checkpoint_file_problem,
                       extract_state_dict, one_line_reason, read_checkpoint, read_safetensors, written_by_mmengine)
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
+from .strict_mmengine_loading import (CheckpointRefusedError, load_weights_only, print_refusals_in_one_line,
+                                      strict_when_mmengine_loads)
 from .weights_only import CHECKPOINT_SAFE_GLOBALS, allow_mmengine_checkpoints
 from .writing import save_checkpoint, sha256_of, wants_safetensors
 
@@ -21,5 +23,6 @@ __all__ = [
     'StateDict', 'checkpoint_file_problem', 'extract_state_dict', 'one_line_reason', 'read_checkpoint',
     'read_safetensors', 'written_by_mmengine', 'save_checkpoint', 'sha256_of', 'wants_safetensors',
     'make_resumed_config_inert', 'read_saved_config', 'resumed_config',
+    'CheckpointRefusedError', 'load_weights_only', 'print_refusals_in_one_line', 'strict_when_mmengine_loads',
     'CHECKPOINT_SAFE_GLOBALS', 'allow_mmengine_checkpoints'
 ]

@@ -18,16 +18,19 @@ Protocol, one JSON object per line: the client writes ``{"argv": [...],
 "cwd": ..., "env": {...}, "stdout": path, "stderr": path}``; the server
 answers ``{"pid": N}`` when the child starts and ``{"returncode": N}`` when
 it ends (negative: killed by that signal, as :mod:`subprocess` reports it).
-The first line the server writes is ``{"ready": [...]}``, the modules it
-imported; it ends when its stdin closes.
+The first line the server writes is ``{"ready": [...], "printed": TEXT}``,
+the modules it imported and what importing them printed to stdout (kept off
+the protocol's stream: onedl-mmdetection prints a line when its datasets are
+imported; a child does not repeat it); it ends when its stdin closes.
 """
 import atexit
+import contextlib
+import io
 import json
 import os
 import random
 import runpy
 import sys
-import traceback
 from importlib import import_module
 from typing import List
 
@@ -88,11 +91,11 @@ def run_child(argv: List[str], cwd: str, env: dict, stdout: str, stderr: str) ->
             code = 0
         except SystemExit as exited:
             code = exit_code(exited)
-        except BaseException as uncaught:  # noqa: B902  (Python prints it from the script's frame on, status 1)
-            frames = uncaught.__traceback__
+        except BaseException as uncaught:  # noqa: B902  (Python hands it to sys.excepthook from the script's frame on,
+            frames = uncaught.__traceback__  # status 1)
             while frames is not None and frames.tb_frame.f_code.co_filename != script:
                 frames = frames.tb_next
-            traceback.print_exception(type(uncaught), uncaught, frames)
+            sys.excepthook(type(uncaught), uncaught, frames)
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):
@@ -104,13 +107,14 @@ def run_child(argv: List[str], cwd: str, env: dict, stdout: str, stderr: str) ->
 
 
 def serve() -> None:
-    channel = sys.stdout
-    for name in PRELOADED:
-        import_module(name)
+    channel, printed = sys.stdout, io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        for name in PRELOADED:
+            import_module(name)
     assert 'mmrmt' not in sys.modules, 'a preloaded library imported mmrmt'
     threads = os.listdir('/proc/self/task')
     assert len(threads) == 1, f'the preloaded libraries started {len(threads) - 1} threads: a fork would break them'
-    print(json.dumps({'ready': list(PRELOADED)}), file=channel, flush=True)
+    print(json.dumps({'ready': list(PRELOADED), 'printed': printed.getvalue()}), file=channel, flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         sys.stderr.flush()

@@ -6,17 +6,25 @@ a line that, if anything executed it, would create a marker file. Each tool
 does its job as usual (the text is never read as code), and the marker never
 appears. The model converters, which read the saved config for the backbone's
 arch, have their cases in test_model_converters.py and test_upstream_trained.py.
+
+A checkpoint carrying a pickle payload is refused by every path mmengine loads
+through (``load_checkpoint``, ``load_from``, ``init_cfg``, ``--resume``; mmdet's
+and mmseg's own train.py and test.py too) in one line, on upstream mmengine and
+on onedl-mmengine alike (make test-forks), and the payload never runs.
 """
+import subprocess
+import sys
 from pathlib import Path
 from typing import Tuple
 
 import pytest
 import torch
 
-from helpers.code_in_checkpoint import with_code_in_saved_config
+from mmrmt.checkpoint.strict_mmengine_loading import REFUSAL_ADVICE
+from helpers.code_in_checkpoint import save_pickle_payload, with_code_in_saved_config
 from helpers.tool_modules import import_tool
-from tool_process import (DET_CONFIG, check_ok, det_data_options, exit_message, library_train_script, load_checkpoint,
-                          run_script, run_tool)
+from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, exit_message, library_train_script,
+                          load_checkpoint, run_script, run_tool, seg_data_options, tool_env)
 
 
 @pytest.fixture
@@ -77,3 +85,82 @@ def test_visualize_decay(trap, demo_root, tmp_path):
         [str(DET_CONFIG), '--image', str(demo_root / 'coco' / 'val' / 'val_0000.jpg'), '--weights', str(checkpoint),
          '--out', str(tmp_path / 'decay.png')])
     assert (tmp_path / 'decay.png').is_file() and not marker.exists()
+
+
+@pytest.fixture
+def pickled_code(tmp_path) -> Tuple[Path, Path]:
+    """(a checkpoint whose unpickling without weights-only safety creates the marker, the marker)."""
+    marker = tmp_path / 'PWNED'
+    return save_pickle_payload(tmp_path / 'pickled_code.pth', marker), marker
+
+
+def assert_refused_in_one_line(result, checkpoint: Path, marker: Path) -> None:
+    """The run ended with status 1 and the one line of CheckpointRefusedError; the payload never ran."""
+    assert not marker.exists(), 'the pickle payload ran'
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert 'Traceback' not in result.stderr, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f'error: checkpoint {checkpoint} holds Python objects besides weights (UnpicklingError: ')
+    assert last.endswith(f'so it was not loaded and none of its code ran: {REFUSAL_ADVICE}')
+    assert 'weights_only' not in last.replace(str(checkpoint), '')  # not torch's advice to turn the safety off
+
+
+def test_mmengine_load_checkpoint_refuses_a_pickle_payload(pickled_code):
+    """``load_checkpoint`` of a user's script after ``import mmrmt``: never a fallback to
+    ``weights_only=False`` (onedl-mmengine's ``_safe_torch_load`` retries with it)."""
+    checkpoint, marker = pickled_code
+    script = ('import sys, torch, mmrmt\nfrom mmengine.runner import load_checkpoint\n'
+              'load_checkpoint(torch.nn.Linear(1, 1), sys.argv[1])\n')
+    result = subprocess.run([sys.executable, '-c', script, str(checkpoint)], capture_output=True, text=True,
+                            timeout=300, env=tool_env())
+    assert_refused_in_one_line(result, checkpoint, marker)
+
+
+@pytest.mark.parametrize('library,config,data_options', [
+    ('mmdet', DET_CONFIG, det_data_options),
+    ('mmseg', SEG_CONFIG, seg_data_options),
+])
+@pytest.mark.parametrize('option', ['load_from', 'model.init_cfg'])
+def test_library_train_script_refuses_a_pickle_payload(library, config, data_options, option, pickled_code,
+                                                       demo_root, tmp_path):
+    """mmdet's and mmseg's own train.py, the checkpoint given as ``load_from`` or as the model's
+    ``init_cfg=dict(type='Pretrained')`` (mmengine's PretrainedInit)."""
+    checkpoint, marker = pickled_code
+    settings = ([f'load_from={checkpoint}'] if option == 'load_from' else
+                ['model.init_cfg.type=Pretrained', f'model.init_cfg.checkpoint={checkpoint}'])
+    result = run_script(library_train_script(library), [config, '--work-dir', tmp_path / 'work', '--cfg-options',
+                                                        *settings, *data_options(demo_root)])
+    assert_refused_in_one_line(result, checkpoint, marker)
+
+
+def test_mmdet_train_script_resume_refuses_a_pickle_payload(pickled_code, demo_root, tmp_path):
+    checkpoint, marker = pickled_code
+    result = run_script(library_train_script('mmdet'), [DET_CONFIG, '--work-dir', tmp_path / 'work', '--resume',
+                                                        checkpoint, '--cfg-options', *det_data_options(demo_root)])
+    assert_refused_in_one_line(result, checkpoint, marker)
+
+
+@pytest.mark.parametrize('library,config,data_options', [
+    ('mmdet', DET_CONFIG, det_data_options),
+    ('mmseg', SEG_CONFIG, seg_data_options),
+])
+def test_library_test_script_refuses_a_pickle_payload(library, config, data_options, pickled_code, demo_root,
+                                                      tmp_path):
+    checkpoint, marker = pickled_code
+    script = library_train_script(library).with_name('test.py')
+    result = run_script(script, [config, checkpoint, '--work-dir', tmp_path / 'work', '--cfg-options',
+                                 *data_options(demo_root)])
+    assert_refused_in_one_line(result, checkpoint, marker)
+
+
+@pytest.mark.parametrize('tool', ['train.py', 'test.py'])
+def test_our_tools_refuse_a_pickle_payload_before_the_run(tool, pickled_code, demo_root, tmp_path):
+    """Our launchers check the file first: one line, no work dir."""
+    checkpoint, marker = pickled_code
+    arguments = ([DET_CONFIG, '--cfg-options', f'load_from={checkpoint}'] if tool == 'train.py'
+                 else [DET_CONFIG, checkpoint, '--cfg-options'])
+    result = run_tool([tool, *arguments, *det_data_options(demo_root), 'work_dir=' + str(tmp_path / 'work')])
+    assert not marker.exists() and not (tmp_path / 'work').exists()
+    assert result.returncode != 0 and 'Traceback' not in result.stderr, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert str(checkpoint) in last and 'weights_only' not in last.replace(str(checkpoint), '')

@@ -1,5 +1,6 @@
 """The parts of tools/misc/setup_env.sh that can be checked without building
-an environment: finding the mmcv wheel, and the Makefile handing over VENV."""
+an environment: finding the mmcv wheel, the Makefile handing over VENV (and
+FAMILY=onedl for the forks' environment), an unknown FAMILY."""
 import subprocess
 import zipfile
 from pathlib import Path
@@ -61,3 +62,29 @@ def test_makefile_passes_its_venv():
     result = subprocess.run(['make', '--no-print-directory', '-n', 'setup', 'VENV=/tmp/my venv'],
                             cwd=REPO, capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "VENV='/tmp/my venv' bash tools/misc/setup_env.sh"
+
+
+def test_makefile_builds_the_forks_environment_with_family_onedl():
+    result = subprocess.run(['make', '--no-print-directory', '-n', 'setup-forks', 'VENV_FORKS=/tmp/forks venv'],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "FAMILY=onedl VENV='/tmp/forks venv' bash tools/misc/setup_env.sh"
+
+
+def test_test_forks_runs_the_suite_in_the_forks_environment_but_for_mmdeploy():
+    result = subprocess.run(['make', '--no-print-directory', '-n', 'test-forks', 'VENV_FORKS=/tmp/forks'],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    command = result.stdout.strip().splitlines()[-1]
+    assert command.startswith('/tmp/forks/bin/python -m pytest tests ')
+    assert command.endswith(' --ignore=tests/test_deployment/test_mmdeploy.py '
+                            '--ignore=tests/test_deployment/test_mmdeploy_two_stage.py')
+
+
+def test_an_unknown_family_is_one_line_before_anything_is_made(tmp_path):
+    venv = tmp_path / 'venv'
+    env = {'PATH': '/usr/bin:/bin', 'HOME': str(tmp_path), 'VENV': str(venv), 'FAMILY': 'onedI'}
+    result = subprocess.run(['bash', str(REPO / 'tools' / 'misc' / 'setup_env.sh')], capture_output=True, text=True,
+                            timeout=60, env=env)
+    assert result.returncode == 1 and result.stdout == ''
+    assert result.stderr == ("[setup] error: FAMILY must be openmmlab (upstream OpenMMLab) or onedl "
+                             "(its maintained forks), not 'onedI'\n")
+    assert not venv.exists()

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Build or reuse the project's virtual environment (idempotent): $VENV, which
-# the Makefile passes (default .venv in the repository).
+# the Makefile passes (default .venv in the repository), on the OpenMMLab
+# family $FAMILY: openmmlab (the default, what `make setup` builds) or onedl
+# (the maintained forks, what `make setup-forks` builds).
 #
 #   torch 2.14.1 + torchvision 0.29.1
-#   mmcv 2.1.0 with compiled ops: a matching wheel from $MMRMT_WHEELHOUSE or
-#       ~/.cache/mmrmt/wheels (found by find_wheel.sh; an empty or half-written
-#       cache is skipped), else built from the PyPI sdist and cached there
-#   mmrmt itself, editable, with its extras all (mmdet 3.3.0, mmsegmentation
-#       1.2.2 + ftfy, regex), tests (pytest, flake8, isort), deploy (onnx, onnxruntime,
-#       onnxscript) and openvino; with them mmengine and timm
-#   mmdeploy 1.3.1 and aenum, without their dependencies (requirements/mmdeploy.txt)
+#   mmcv with compiled ops (openmmlab: mmcv 2.1.0; onedl: onedl-mmcv 2.3.6): a
+#       matching wheel from $MMRMT_WHEELHOUSE or ~/.cache/mmrmt/wheels (found by
+#       find_wheel.sh; an empty or half-written cache is skipped), else built
+#       from the PyPI sdist and cached there
+#   mmrmt itself, editable, with its extras for the family (openmmlab: all, i.e.
+#       mmdet 3.3.0, mmsegmentation 1.2.2 + ftfy, regex; onedl: onedl-all, i.e.
+#       onedl-mmdetection 3.5.1, onedl-mmsegmentation 1.4.2), tests (pytest,
+#       flake8, isort), deploy (onnx, onnxruntime, onnxscript) and openvino; with
+#       them mmengine (onedl: onedl-mmengine 0.10.12) and timm
+#   openmmlab only: mmdeploy 1.3.1 and aenum, without their dependencies
+#       (requirements/mmdeploy.txt)
 # and finally checks that mmcv.ops.nms runs; it remembers that in $VENV/.mmrmt-ready
 # until pip changes the environment or requirements/ or setup.py change. Any failure ends it with one
 # "[setup] error: ..." line naming the command that failed.
@@ -18,6 +24,7 @@ set -eEuo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=${VENV:-$ROOT/.venv}
 PYTHON=${PYTHON:-python3}
+FAMILY=${FAMILY:-openmmlab}
 CONSTRAINTS=$ROOT/requirements/constraints.txt
 CACHE_WHEELHOUSE=${XDG_CACHE_HOME:-$HOME/.cache}/mmrmt/wheels
 BUILD_DIR=
@@ -33,6 +40,23 @@ report_failure() {
 trap 'report_failure $? "$BASH_COMMAND" $LINENO' ERR
 trap '[ -z "$BUILD_DIR" ] || rm -rf "$BUILD_DIR"' EXIT
 
+# What differs between the families: mmcv's and mmengine's distributions, the
+# libraries (checked by their distributions' versions), the extras, mmdeploy.
+case $FAMILY in
+    openmmlab)
+        MMCV_DIST=mmcv MMCV_VERSION=2.1.0 MMENGINE_DIST=mmengine LIBRARIES_EXTRA=all
+        LIBRARIES_OK="import importlib.metadata as m; assert (m.version('mmdet'), m.version('mmsegmentation')) == ('3.3.0', '1.2.2')"
+        MMDEPLOY_OK="import aenum, importlib.metadata as m; assert m.version('mmdeploy') == '1.3.1'" ;;
+    onedl)
+        MMCV_DIST=onedl-mmcv MMCV_VERSION=2.3.6 MMENGINE_DIST=onedl-mmengine LIBRARIES_EXTRA=onedl-all
+        LIBRARIES_OK="import importlib.metadata as m; assert (m.version('onedl-mmengine'), m.version('onedl-mmdetection'), m.version('onedl-mmsegmentation')) == ('0.10.12', '3.5.1', '1.4.2')"
+        MMDEPLOY_OK=pass ;;  # no mmdeploy: the forks' suite leaves its tests out (the Makefile's FORKS_TESTS)
+    *)
+        printf "[setup] error: FAMILY must be openmmlab (upstream OpenMMLab) or onedl (its maintained forks), not '%s'\n" \
+            "$FAMILY" >&2
+        exit 1 ;;
+esac
+
 command -v "$PYTHON" >/dev/null || fail "no Python interpreter '$PYTHON': install Python 3.11 or set PYTHON"
 if [ ! -x "$VENV/bin/python" ]; then
     log "creating virtual environment $VENV"
@@ -47,10 +71,8 @@ has() { "$PY" -c "$1" >/dev/null 2>&1; }
 # What each step below makes true, as Python statements that fail otherwise.
 SETUPTOOLS_OK="import setuptools; assert (77, 0) <= tuple(int(p) for p in setuptools.__version__.split('.')[:2]) < (81, 0)"
 TORCH_OK="import torch, torchvision; assert (torch.__version__.split('+')[0], torchvision.__version__.split('+')[0]) == ('2.14.1', '0.29.1')"
-MMCV_VERSION=2.1.0
 MMCV_OK="import mmcv; from mmcv.ops import nms; assert mmcv.__version__ == '$MMCV_VERSION'"
 PACKAGES_OK="import mmdet, mmseg, timm, pytest, xdist, flake8, isort, ftfy, regex, onnx, onnxruntime, onnxscript, openvino, mmrmt"
-MMDEPLOY_OK="import aenum, importlib.metadata as m; assert m.version('mmdeploy') == '1.3.1'"
 NMS_RUNS="
 import torch
 from mmcv.ops import nms
@@ -63,7 +85,7 @@ print('cuda' if torch.cuda.is_available() else 'cpu')
 
 # Reinstall the Python dependencies whenever their declarations change.
 STAMP=$VENV/.mmrmt-requirements
-wanted=$(cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)
+wanted=$( (echo "$FAMILY"; cat "$ROOT"/requirements/*.txt "$ROOT/setup.py") | sha256sum | cut -d' ' -f1)
 
 # Checked before and nothing installed or removed since (pip changes site-packages' modification time).
 READY=$VENV/.mmrmt-ready
@@ -78,6 +100,7 @@ if [ "$(cat "$STAMP" 2>/dev/null)" = "$wanted" ] && device=$("$PY" -c "$SETUPTOO
 $TORCH_OK
 $MMCV_OK
 $PACKAGES_OK
+$LIBRARIES_OK
 $MMDEPLOY_OK
 $NMS_RUNS" 2>/dev/null); then
     log "environment ready: mmcv.ops.nms runs on $device"
@@ -97,7 +120,7 @@ fi
 
 mmcv_ok() { has "$MMCV_OK"; }
 
-MMCV_WHEEL=mmcv-$MMCV_VERSION-$("$PY" -c 'import sys; print("cp%d%d-cp%d%d" % (sys.version_info[:2] * 2))')-linux_$(uname -m).whl
+MMCV_WHEEL=${MMCV_DIST//-/_}-$MMCV_VERSION-$("$PY" -c 'import sys; print("cp%d%d-cp%d%d" % (sys.version_info[:2] * 2))')-linux_$(uname -m).whl
 
 find_mmcv_wheel() {
     bash "$ROOT/tools/misc/find_wheel.sh" "$MMCV_WHEEL" "${MMRMT_WHEELHOUSE:-}" "$CACHE_WHEELHOUSE"
@@ -105,14 +128,15 @@ find_mmcv_wheel() {
 
 build_mmcv_wheel() {
     BUILD_DIR=$(mktemp -d)
-    local source=$BUILD_DIR/mmcv-$MMCV_VERSION
-    log "building mmcv $MMCV_VERSION from source (about 15 minutes on 2 cores)"
-    "${PIP[@]}" download -q --no-deps --no-binary :all: "mmcv==$MMCV_VERSION" -d "$BUILD_DIR"
-    tar -xzf "$source.tar.gz" -C "$BUILD_DIR"
-    # torch 2.14's headers need C++20; mmcv 2.1.0 asks for C++17.
+    local source
+    log "building $MMCV_DIST $MMCV_VERSION from source (mmcv: about 15 minutes on 2 cores; onedl-mmcv: 25 on one)"
+    "${PIP[@]}" download -q --no-deps --no-binary :all: "$MMCV_DIST==$MMCV_VERSION" -d "$BUILD_DIR"
+    tar -xzf "$BUILD_DIR"/*.tar.gz -C "$BUILD_DIR"
+    source=$(find "$BUILD_DIR" -mindepth 1 -maxdepth 1 -type d)
+    # torch 2.14's headers need C++20; mmcv 2.1.0 asks for C++17 (onedl-mmcv already for C++20).
     sed -i 's/-std=c++17/-std=c++20/g' "$source/setup.py"
     # mmcv's own runtime dependencies, so the build can import what it needs.
-    "${PIP_INSTALL[@]}" -q addict mmengine numpy packaging Pillow pyyaml yapf opencv-python
+    "${PIP_INSTALL[@]}" -q addict "$MMENGINE_DIST" numpy packaging Pillow pyyaml yapf opencv-python
     mkdir -p "$CACHE_WHEELHOUSE"
     MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS=${MAX_JOBS:-2} \
         "${PIP[@]}" wheel -q --no-build-isolation --no-deps -w "$CACHE_WHEELHOUSE" "$source"
@@ -131,7 +155,7 @@ if ! mmcv_ok; then
     if ! mmcv_ok; then
         if [ -n "$wheel" ]; then
             log "$wheel does not work here; building instead"
-            "${PIP[@]}" uninstall -y -q mmcv || true
+            "${PIP[@]}" uninstall -y -q "$MMCV_DIST" || true
         fi
         build_mmcv_wheel
         wheel=$(find_mmcv_wheel) || fail "the mmcv build wrote no $MMCV_WHEEL into $CACHE_WHEELHOUSE"
@@ -140,9 +164,10 @@ if ! mmcv_ok; then
     fi
 fi
 
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "$PACKAGES_OK"; then
-    log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable; extras all, tests, deploy, openvino)"
-    "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT[all,tests,deploy,openvino]"
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ] || ! has "$PACKAGES_OK
+$LIBRARIES_OK"; then
+    log "installing mmdet, mmsegmentation, timm, pytest and mmrmt (editable; extras $LIBRARIES_EXTRA, tests, deploy, openvino)"
+    "${PIP_INSTALL[@]}" -q --no-build-isolation -e "$ROOT[$LIBRARIES_EXTRA,tests,deploy,openvino]"
     echo "$wanted" > "$STAMP"
 fi
 
