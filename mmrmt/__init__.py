@@ -35,8 +35,8 @@ check_openmmlab_stack()
 from . import models  # noqa: E402,F401  (registers the backbones)
 from .checkpoint import allow_mmengine_checkpoints, print_refusals_in_one_line, strict_when_mmengine_loads  # noqa: E402
 from .config_bases import enable_mmrmt_bases  # noqa: E402
-from .models import classifiers  # noqa: E402,F401  (registers the timm models)
 from .models import ManhattanSelfAttention2d  # noqa: E402
+from .models import classifiers  # noqa: E402,F401  (registers the timm models)
 from .version import __version__  # noqa: E402
 
 allow_mmengine_checkpoints()

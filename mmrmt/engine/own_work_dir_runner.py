@@ -10,6 +10,7 @@ from mmengine.logging import MMLogger
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner, find_latest_checkpoint
 
+from mmrmt.atomic_file import replaced_atomically
 from mmrmt.checkpoint import checkpoint_file_problem
 from .inert_checkpoint_loading import make_checkpoint_inert
 from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, is_remote,
@@ -144,7 +145,6 @@ class OwnWorkDirRunner(Runner):
         the run with one line naming the last complete checkpoint."""
         if is_remote(out_dir):
             return super().save_checkpoint(out_dir, filename, *args, **kwargs)
-        from mmrmt.utils.atomic_file import replaced_atomically  # here: mmrmt.utils imports this module
         destination = osp.join(out_dir, filename)
         try:
             with replaced_atomically(destination) as temporary:

@@ -2,7 +2,7 @@
 ``--cfg-options``, preflight checks, run checkpoints, a test set's class names,
 converters' flow, atomic writes, the one way a tool ends with an error). ``import mmrmt`` does not
 import it; the model layer never does."""
-from .atomic_file import replaced_atomically
+from ..atomic_file import replaced_atomically
 from .cfg_options import add_cfg_options, apply_cfg_options
 from .config_file import read_config
 from .conversion import backbone_converter_main, converter_arguments, write_checked

@@ -21,7 +21,7 @@ from mmrmt.checkpoint.converters import (match_arch, rest_detectron2_to_mmrmt, r
                                          rmt_upstream_to_mmrmt, rmt_widths_depths)
 from mmrmt.models.backbones import RMT, ResT
 from mmrmt.models.backbones.base_backbone import PyramidBackbone
-from .atomic_file import replaced_atomically
+from ..atomic_file import replaced_atomically
 from .output_guard import check_new_file
 from .preflight import PreflightError, file_errors_as_tool_errors
 

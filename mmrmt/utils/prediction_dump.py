@@ -5,7 +5,7 @@ from mmdet.evaluation import DumpDetResults
 from mmengine.fileio import dump
 from mmengine.logging import print_log
 
-from .atomic_file import replaced_atomically
+from ..atomic_file import replaced_atomically
 from .preflight import PreflightError
 
 
