@@ -49,6 +49,7 @@ def claimed(output: str, what: str) -> Iterator[None]:
         yield
         return
     path = claim_path(output)
+    os.makedirs(osp.dirname(path), exist_ok=True)  # the output's folder, which the run would make anyway
     record = RunRecord.of_this_process()
     for _ in range(3):  # an ended run's claim is removed, then taken
         try:

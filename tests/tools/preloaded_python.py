@@ -95,7 +95,8 @@ def run_child(argv: List[str], cwd: str, env: dict, stdout: str, stderr: str) ->
             frames = uncaught.__traceback__  # status 1)
             while frames is not None and frames.tb_frame.f_code.co_filename != script:
                 frames = frames.tb_next
-            sys.excepthook(type(uncaught), uncaught, frames)
+            # sys.excepthook prints the error's own traceback: from the script's frame on, as Python does
+            sys.excepthook(type(uncaught), uncaught.with_traceback(frames), frames)
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):
