@@ -11,12 +11,25 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.atomic_file import replaced_atomically
-from mmrmt.checkpoint import checkpoint_file_problem
-from .inert_checkpoint_loading import make_checkpoint_inert
+from mmrmt.checkpoint import checkpoint_file_problem, load_weights_only
+from .inert_checkpoint_loading import is_readable_safetensors, make_checkpoint_inert
 from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, is_remote,
                              keep_checkpoint_paths_own, own_last_checkpoint)
 from .resume_rng_hook import ResumeRNGHook
 from .work_dir_lock import WorkDirBusyError, WorkDirLock
+
+
+def refuse_code_in(load_from: Optional[str]) -> None:
+    """Read a local ``load_from`` (a checkpoint to load or resume from) weights-only before the
+    work dir exists: mmdet's and mmseg's launchers pass it unchecked, and a file carrying code
+    then ends the run in one line with nothing written, instead of after the work dir and log.
+
+    Raises:
+        CheckpointRefusedError: The file holds Python objects besides weights.
+    """
+    if (isinstance(load_from, str) and osp.isfile(load_from) and not is_readable_safetensors(load_from)
+            and checkpoint_file_problem(load_from) is None):  # a file that is no checkpoint: one line later
+        load_weights_only(load_from, map_location='cpu')
 
 
 @RUNNERS.register_module()
@@ -66,6 +79,7 @@ class OwnWorkDirRunner(Runner):
         self._work_dir_lock: Optional[WorkDirLock] = None
         self._holds_work_dir = False
         self._notes: List[str] = []  # for the log, once it exists
+        refuse_code_in(arguments.get('load_from'))
         try:
             super().__init__(*args, **kwargs)
         except BaseException:

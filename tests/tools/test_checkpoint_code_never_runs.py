@@ -131,6 +131,8 @@ def test_library_train_script_refuses_a_pickle_payload(library, config, data_opt
     result = run_script(library_train_script(library), [config, '--work-dir', tmp_path / 'work', '--cfg-options',
                                                         *settings, *data_options(demo_root)])
     assert_refused_in_one_line(result, checkpoint, marker)
+    if option == 'load_from':  # read before the runner makes anything (init_cfg's file is read at training)
+        assert not (tmp_path / 'work').exists()
 
 
 def test_mmdet_train_script_resume_refuses_a_pickle_payload(pickled_code, demo_root, tmp_path):
@@ -138,6 +140,7 @@ def test_mmdet_train_script_resume_refuses_a_pickle_payload(pickled_code, demo_r
     result = run_script(library_train_script('mmdet'), [DET_CONFIG, '--work-dir', tmp_path / 'work', '--resume',
                                                         checkpoint, '--cfg-options', *det_data_options(demo_root)])
     assert_refused_in_one_line(result, checkpoint, marker)
+    assert not (tmp_path / 'work').exists()
 
 
 @pytest.mark.parametrize('library,config,data_options', [
@@ -151,6 +154,8 @@ def test_library_test_script_refuses_a_pickle_payload(library, config, data_opti
     result = run_script(script, [config, checkpoint, '--work-dir', tmp_path / 'work', '--cfg-options',
                                  *data_options(demo_root)])
     assert_refused_in_one_line(result, checkpoint, marker)
+    if library == 'mmdet':  # mmseg's test.py builds mmengine's Runner, not the config's runner_type
+        assert not (tmp_path / 'work').exists()
 
 
 @pytest.mark.parametrize('tool', ['train.py', 'test.py'])
