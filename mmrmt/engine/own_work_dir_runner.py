@@ -11,7 +11,7 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.atomic_file import replaced_atomically
-from mmrmt.checkpoint import checkpoint_file_problem, load_weights_only
+from mmrmt.checkpoint import checkpoint_file_problem, load_weights_only, read_checkpoint
 from .inert_checkpoint_loading import is_readable_safetensors, make_checkpoint_inert
 from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, is_remote,
                              keep_checkpoint_paths_own, own_last_checkpoint)
@@ -19,17 +19,36 @@ from .resume_rng_hook import ResumeRNGHook
 from .work_dir_lock import WorkDirBusyError, WorkDirLock
 
 
-def refuse_code_in(load_from: Optional[str]) -> None:
-    """Read a local ``load_from`` (a checkpoint to load or resume from) weights-only before the
-    work dir exists: mmdet's and mmseg's launchers pass it unchecked, and a file carrying code
-    then ends the run in one line with nothing written, instead of after the work dir and log.
+def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
+    """End with one line, before mmengine makes the work dir, unless a local ``load_from`` (the
+    checkpoint to load, or with ``resume`` to resume from) is a checkpoint holding weights only.
+
+    mmdet's and mmseg's launchers pass ``load_from`` and ``--resume FILE`` to the runner
+    unchecked: a missing, empty or corrupt file would otherwise end in a traceback after the work
+    dir and log exist, and a file carrying code (refused by the weights-only load) likewise.
+    Remote paths (``scheme://``) are left to mmengine's loaders.
 
     Raises:
+        SystemExit: ``error: --resume|load_from FILE: <problem>; <fix>``.
         CheckpointRefusedError: The file holds Python objects besides weights.
     """
-    if (isinstance(load_from, str) and osp.isfile(load_from) and not is_readable_safetensors(load_from)
-            and checkpoint_file_problem(load_from) is None):  # a file that is no checkpoint: one line later
-        load_weights_only(load_from, map_location='cpu')
+    if not isinstance(load_from, str) or '://' in load_from:
+        return
+    role, fix = (('--resume', 'give a checkpoint this run wrote') if resume else
+                 ('load_from', 'give the path of a checkpoint file'))
+    path = osp.expanduser(load_from)
+    if not osp.isfile(path):
+        sys.exit(f'error: {role} {load_from}: no such file; {fix}')
+    if is_readable_safetensors(path):
+        try:
+            read_checkpoint(path)
+        except ValueError as error:  # truncated or not a safetensors file: its one line
+            sys.exit(f'error: {role}: {error}; {fix}')
+        return
+    problem = checkpoint_file_problem(path)
+    if problem is not None:
+        sys.exit(f'error: {role} {load_from}: {problem}; {fix}')
+    load_weights_only(path, map_location='cpu')
 
 
 @RUNNERS.register_module()
@@ -75,11 +94,10 @@ class OwnWorkDirRunner(Runner):
         arguments = signature(Runner.__init__).bind(self, *args, **kwargs).arguments
         # resume=True without load_from: resume from the work dir's last checkpoint
         self._auto_resume = bool(arguments.get('resume')) and arguments.get('load_from') is None
-        self._resume_file = arguments.get('load_from') if arguments.get('resume') else None
         self._work_dir_lock: Optional[WorkDirLock] = None
         self._holds_work_dir = False
         self._notes: List[str] = []  # for the log, once it exists
-        refuse_code_in(arguments.get('load_from'))
+        check_checkpoint_to_load(arguments.get('load_from'), bool(arguments.get('resume')))
         try:
             super().__init__(*args, **kwargs)
         except BaseException:
@@ -99,17 +117,6 @@ class OwnWorkDirRunner(Runner):
                 self._exit_with(str(error))
             if moved:
                 self._note(moved)
-        elif self._resume_file is not None and '://' not in self._resume_file:
-            self._check_resume_file(self._resume_file)
-
-    def _check_resume_file(self, path: str) -> None:
-        """End with one line, before the log is written, unless the local file to resume from may be a
-        checkpoint (mmdet's and mmseg's launchers pass ``--resume FILE`` here unchecked)."""
-        if not osp.isfile(path):
-            self._exit_with(f'--resume {path}: no such file; give a checkpoint this run wrote')
-        problem = checkpoint_file_problem(path)
-        if problem is not None:
-            self._exit_with(f'--resume {path}: {problem}; give a checkpoint this run wrote')
 
     def build_logger(self, *args, **kwargs) -> MMLogger:
         """mmengine's logger, its first lines telling of a lock taken over from an ended

@@ -107,4 +107,20 @@ def test_a_resume_file_that_is_no_checkpoint_is_one_line_before_the_log(content,
     with pytest.raises(SystemExit) as exited:
         OwnWorkDirRunner(model=TinyModel(), work_dir=str(tmp_path / 'work'), load_from=str(path), resume=True)
     assert exited.value.code == f'error: --resume {path}: {reason}; give a checkpoint this run wrote'
-    assert list((tmp_path / 'work').iterdir()) == []
+    assert not (tmp_path / 'work').exists()
+
+
+@pytest.mark.parametrize('name, content, reason', [
+    ('load.pth', None, 'load_from {path}: no such file'),
+    ('load.pth', b'', 'load_from {path}: the file is empty (0 bytes)'),
+    ('load.safetensors', b'junk\n',
+     "load_from: {path} is not a readable safetensors file: it has no safetensors header (it starts with b'junk\\n')")])
+def test_a_load_from_that_is_no_checkpoint_is_one_line_before_the_work_dir(name, content, reason, tmp_path):
+    """mmdet's and mmseg's launchers pass ``load_from`` (their test.py's CHECKPOINT) unchecked."""
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(SystemExit) as exited:
+        OwnWorkDirRunner(model=TinyModel(), work_dir=str(tmp_path / 'work'), load_from=str(path))
+    assert exited.value.code == f'error: {reason.format(path=path)}; give the path of a checkpoint file'
+    assert not (tmp_path / 'work').exists()

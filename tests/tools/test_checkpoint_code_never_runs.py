@@ -169,3 +169,16 @@ def test_our_tools_refuse_a_pickle_payload_before_the_run(tool, pickled_code, de
     assert result.returncode != 0 and 'Traceback' not in result.stderr, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
     assert str(checkpoint) in last and 'weights_only' not in last.replace(str(checkpoint), '')
+
+
+def test_mmdet_test_script_refuses_an_empty_checkpoint_before_the_work_dir(demo_root, tmp_path):
+    """A file that is no checkpoint, given to mmdet's own test.py: one line, nothing written."""
+    checkpoint = tmp_path / 'empty.pth'
+    checkpoint.write_bytes(b'')
+    script = library_train_script('mmdet').with_name('test.py')
+    result = run_script(script, [DET_CONFIG, checkpoint, '--work-dir', tmp_path / 'work', '--cfg-options',
+                                 *det_data_options(demo_root)])
+    assert result.returncode == 1, result.stderr[-3000:]
+    expected = f'error: load_from {checkpoint}: the file is empty (0 bytes); give the path of a checkpoint file'
+    assert result.stderr.strip().splitlines()[-1] == expected
+    assert not (tmp_path / 'work').exists()
