@@ -5,7 +5,10 @@ tools' layer. ``import mmrmt`` does not import it (it loads mmengine's Runner).
 
 Importing it also guards mmengine's checkpoint loading: no loaded checkpoint
 keeps code in ``meta['config']``, the text mmengine's resume runs (see
-:mod:`.inert_checkpoint_loading`)."""
+:mod:`.inert_checkpoint_loading`), and ``Runner.from_cfg`` builds the config's
+``runner_type='OwnWorkDirRunner'``, which mmseg's own ``tools/test.py`` ignores
+(see :mod:`.honoured_runner_type`)."""
+from .honoured_runner_type import honour_own_runner_type
 from .inert_checkpoint_loading import guard_checkpoint_loading
 from .own_checkpoint import own_last_checkpoint
 from .own_work_dir_runner import OwnWorkDirRunner
@@ -13,8 +16,9 @@ from .resume_rng_hook import ResumeRNGHook
 from .work_dir_lock import WorkDirBusyError, WorkDirLock, check_work_dir_free
 
 guard_checkpoint_loading()
+honour_own_runner_type()
 
 __all__ = [
-    'guard_checkpoint_loading', 'own_last_checkpoint', 'OwnWorkDirRunner', 'ResumeRNGHook', 'WorkDirBusyError',
-    'WorkDirLock', 'check_work_dir_free'
+    'guard_checkpoint_loading', 'honour_own_runner_type', 'own_last_checkpoint', 'OwnWorkDirRunner', 'ResumeRNGHook',
+    'WorkDirBusyError', 'WorkDirLock', 'check_work_dir_free'
 ]

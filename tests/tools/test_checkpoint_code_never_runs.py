@@ -154,8 +154,7 @@ def test_library_test_script_refuses_a_pickle_payload(library, config, data_opti
     result = run_script(script, [config, checkpoint, '--work-dir', tmp_path / 'work', '--cfg-options',
                                  *data_options(demo_root)])
     assert_refused_in_one_line(result, checkpoint, marker)
-    if library == 'mmdet':  # mmseg's test.py builds mmengine's Runner, not the config's runner_type
-        assert not (tmp_path / 'work').exists()
+    assert not (tmp_path / 'work').exists()
 
 
 @pytest.mark.parametrize('tool', ['train.py', 'test.py'])
