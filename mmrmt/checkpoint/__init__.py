@@ -14,6 +14,7 @@ from .reading import (SAFETENSORS_META_KEY, SAFETENSORS_SUFFIX, STATE_DICT_WRAPP
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
 from .strict_mmengine_loading import (CheckpointRefusedError, load_weights_only, print_refusals_in_one_line,
                                       strict_when_mmengine_loads)
+from .url import is_remote, is_url
 from .weights_only import CHECKPOINT_SAFE_GLOBALS, allow_mmengine_checkpoints
 from .writing import save_checkpoint, sha256_of, wants_safetensors
 
@@ -24,5 +25,5 @@ __all__ = [
     'read_safetensors', 'written_by_mmengine', 'save_checkpoint', 'sha256_of', 'wants_safetensors',
     'make_resumed_config_inert', 'read_saved_config', 'resumed_config',
     'CheckpointRefusedError', 'load_weights_only', 'print_refusals_in_one_line', 'strict_when_mmengine_loads',
-    'CHECKPOINT_SAFE_GLOBALS', 'allow_mmengine_checkpoints'
+    'CHECKPOINT_SAFE_GLOBALS', 'allow_mmengine_checkpoints', 'is_remote', 'is_url'
 ]

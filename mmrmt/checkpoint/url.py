@@ -14,6 +14,12 @@ import torch
 URL_PREFIXES = ('http://', 'https://')
 
 
+def is_remote(path: str) -> bool:
+    """Whether ``path`` names something a loader fetches (``scheme://``: a URL, a model zoo, a
+    storage backend's path)."""
+    return '://' in path
+
+
 def is_url(path: str) -> bool:
     """Whether ``path`` is an http(s) URL."""
     return path.startswith(URL_PREFIXES)

@@ -16,16 +16,14 @@ from mmengine.config import Config
 from mmengine.logging import MessageHub
 from mmengine.runner import find_latest_checkpoint
 
+from mmrmt.checkpoint import is_remote
+
 # message hub keys holding checkpoint paths (CheckpointHook's last and best checkpoints)
 CHECKPOINT_PATH_KEYS = ('last_ckpt', 'best_ckpt')
 
 
 class ForeignCheckpointError(ValueError):
     """``last_checkpoint`` names another folder's checkpoint, absent from the run's own."""
-
-
-def is_remote(path: str) -> bool:
-    return '://' in path
 
 
 def checkpoint_out_dir(cfg: Config) -> Optional[str]:

@@ -11,10 +11,10 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.atomic_file import replaced_atomically
-from mmrmt.checkpoint import checkpoint_file_problem, load_weights_only, read_checkpoint
+from mmrmt.checkpoint import checkpoint_file_problem, is_remote, load_weights_only, read_checkpoint
 from .inert_checkpoint_loading import is_readable_safetensors, make_checkpoint_inert
-from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, is_remote,
-                             keep_checkpoint_paths_own, own_last_checkpoint)
+from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, keep_checkpoint_paths_own,
+                             own_last_checkpoint)
 from .resume_rng_hook import ResumeRNGHook
 from .work_dir_lock import WorkDirBusyError, WorkDirLock
 
@@ -32,7 +32,7 @@ def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
         SystemExit: ``error: --resume|load_from FILE: <problem>; <fix>``.
         CheckpointRefusedError: The file holds Python objects besides weights.
     """
-    if not isinstance(load_from, str) or '://' in load_from:
+    if not isinstance(load_from, str) or is_remote(load_from):
         return
     role, fix = (('--resume', 'give a checkpoint this run wrote') if resume else
                  ('load_from', 'give the path of a checkpoint file'))

@@ -7,7 +7,8 @@ or into, one of its inputs. Both checks run before anything is built or written.
 import os.path as osp
 from typing import Iterable, List, Optional, Tuple
 
-from .preflight import PreflightError, check_writable, dataset_paths, is_remote, leaf_datasets
+from mmrmt.checkpoint import is_remote
+from .preflight import PreflightError, check_writable, dataset_paths, leaf_datasets
 
 #: (role, path) of one input of a tool, e.g. ``('the checkpoint', 'ck.pth')``.
 Input = Tuple[str, Optional[str]]

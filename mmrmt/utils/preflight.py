@@ -11,6 +11,8 @@ from typing import Iterator, Sequence, Tuple
 
 from mmengine.config import Config
 
+from mmrmt.checkpoint import is_remote
+
 DEMO_DATA_HINT = 'for the demo configs run `python tools/misc/make_demo_data.py`'
 
 
@@ -29,11 +31,6 @@ def file_errors_as_tool_errors() -> Iterator[None]:
         yield
     except (FileNotFoundError, ValueError) as error:
         raise PreflightError(str(error)) from error
-
-
-def is_remote(path: str) -> bool:
-    """Whether ``path`` names something a loader fetches (URL, model zoo)."""
-    return '://' in path
 
 
 def nearest_existing(path: str) -> str:

@@ -18,11 +18,11 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.model import BaseTTAModel
 
-from mmrmt.checkpoint import extract_state_dict, fit_problems, read_checkpoint, resumed_config, shapes
-from mmrmt.checkpoint.url import is_url
+from mmrmt.checkpoint import (extract_state_dict, fit_problems, is_remote, is_url, read_checkpoint, resumed_config,
+                              shapes)
 from mmrmt.engine.own_checkpoint import ForeignCheckpointError, own_last_checkpoint
 from .model_from_config import build_cpu_model
-from .preflight import PreflightError, is_remote
+from .preflight import PreflightError
 
 
 def latest_checkpoint(work_dir: str, out_dir: Optional[str] = None) -> str:

@@ -7,9 +7,10 @@ from typing import Optional
 
 from mmengine.config import Config
 
+from mmrmt.checkpoint import is_remote
 from mmrmt.engine import WorkDirBusyError, check_work_dir_free
 from mmrmt.engine.own_checkpoint import checkpoint_folder
-from .preflight import PreflightError, is_remote
+from .preflight import PreflightError
 
 
 def use_own_work_dir_runner(cfg: Config) -> None:

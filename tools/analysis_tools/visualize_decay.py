@@ -36,8 +36,7 @@ import torch
 from torch import nn
 
 from mmrmt.apis import read_image as read_image_file
-from mmrmt.checkpoint import extract_state_dict, load_model_weights, read_checkpoint
-from mmrmt.checkpoint.url import is_url
+from mmrmt.checkpoint import extract_state_dict, is_url, load_model_weights, read_checkpoint
 from mmrmt.models.backbones import RMT
 from mmrmt.models.backbones.rmt.attention_maps import AttentionMaps
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
