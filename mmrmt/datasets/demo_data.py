@@ -28,7 +28,7 @@ import json
 from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import cv2
 import numpy as np
@@ -221,6 +221,23 @@ def make_ade_split(root: Path, split: int, name: str, count: int) -> None:
         cv2.imwrite(str(label_dir / f'{stem}.png'), unlabel_seams(labels))
 
 
+def foreign_data_problem(root: str) -> Optional[str]:
+    """Why ``make_demo_data(root)`` must not write, or None: a ``coco/`` or ``ade/`` under ``root``
+    that is not empty and carries no demo stamp (e.g. a user's real dataset), whose files drawing
+    the demo sets would replace.
+
+    Args:
+        root (str): The folder that would receive ``coco/`` and ``ade/``.
+    """
+    folders = (Path(root) / dataset for dataset in SPLIT_SIZES)
+    foreign = [str(folder) for folder in folders
+               if folder.is_dir() and any(folder.iterdir()) and not (folder / STAMP_NAME).is_file()]
+    if not foreign:
+        return None
+    return (f'{" and ".join(foreign)} already hold{"s" if len(foreign) == 1 else ""} files that are not the demo '
+            'data (a dataset of yours?), which drawing it would overwrite: give a new or empty folder')
+
+
 def make_demo_data(root: str = 'data/demo') -> None:
     """Generate the demo COCO and ADE20K sets under ``root`` unless already there.
 
@@ -230,7 +247,14 @@ def make_demo_data(root: str = 'data/demo') -> None:
 
     Args:
         root (str): Folder receiving ``coco/`` and ``ade/``.
+
+    Raises:
+        ValueError: ``root`` has a ``coco/`` or ``ade/`` of other files
+            (see :func:`foreign_data_problem`); nothing was written.
     """
+    problem = foreign_data_problem(root)
+    if problem is not None:
+        raise ValueError(problem)
     root_path = Path(root)
     makers: Dict[str, Callable[[Path, int, str, int], None]] = dict(coco=make_coco_split, ade=make_ade_split)
     first_split = 0  # each split draws from its own random stream

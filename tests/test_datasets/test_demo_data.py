@@ -85,3 +85,24 @@ def test_without_mmdet_only_the_ade_set_is_drawn_and_identical(root, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert sorted(path.name for path in tmp_path.iterdir()) == ['ade']
     assert digest(tmp_path) == {name: value for name, value in digest(root).items() if name.startswith('ade/')}
+
+
+@pytest.mark.parametrize('dataset', ['coco', 'ade'])
+def test_a_real_dataset_under_the_root_is_never_written_into(dataset, tmp_path):
+    """``--root data`` where data/coco is the user's COCO: refused, every file as it was."""
+    annotation = tmp_path / dataset / 'annotations' / 'instances_val2017.json'
+    annotation.parent.mkdir(parents=True)
+    annotation.write_text('{"images": []}')
+    with pytest.raises(ValueError) as error:
+        make_demo_data(str(tmp_path))
+    assert str(error.value) == (f'{tmp_path / dataset} already holds files that are not the demo data (a dataset '
+                                'of yours?), which drawing it would overwrite: give a new or empty folder')
+    assert [path for path in tmp_path.rglob('*') if path.is_file()] == [annotation]
+    assert annotation.read_text() == '{"images": []}'
+
+
+def test_empty_dataset_folders_receive_the_demo_data(root, tmp_path):
+    (tmp_path / 'coco').mkdir()
+    (tmp_path / 'ade').mkdir()
+    make_demo_data(str(tmp_path))
+    assert digest(tmp_path) == digest(root)

@@ -213,3 +213,13 @@ def test_demo_data_root_that_is_a_file(tmp_path, monkeypatch, capsys):
     message = exit_message('misc/make_demo_data.py', ['--root', root], monkeypatch, capsys)
     assert message == f'error: --root {root} is a file, not a folder: give a folder for coco/ and ade/'
     assert root.read_text() == 'not a folder'
+
+
+def test_demo_data_root_holding_a_real_dataset(tmp_path, monkeypatch, capsys):
+    images = tmp_path / 'coco' / 'val2017'
+    images.mkdir(parents=True)
+    (images / '000001.jpg').write_bytes(b'a photo')
+    message = exit_message('misc/make_demo_data.py', ['--root', tmp_path], monkeypatch, capsys)
+    assert message == (f'error: --root {tmp_path}: {tmp_path / "coco"} already holds files that are not the demo '
+                       'data (a dataset of yours?), which drawing it would overwrite: give a new or empty folder')
+    assert sorted(path.name for path in tmp_path.rglob('*')) == ['000001.jpg', 'coco', 'val2017']

@@ -1,12 +1,15 @@
 """Generate the synthetic demo datasets (COCO instances and ADE20K semantic).
 
     python tools/misc/make_demo_data.py [--root data/demo]
+
+A finished set is kept as it is; a ``coco/`` or ``ade/`` folder under the root
+holding other files (a real dataset) is never written into.
 """
 import argparse
 import os.path as osp
 from typing import List, Optional
 
-from mmrmt.datasets import make_demo_data
+from mmrmt.datasets import foreign_data_problem, make_demo_data
 from mmrmt.utils import PreflightError, run_main
 
 
@@ -16,6 +19,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parser.parse_args(argv)
     if osp.exists(args.root) and not osp.isdir(args.root):
         raise PreflightError(f'--root {args.root} is a file, not a folder: give a folder for coco/ and ade/')
+    problem = foreign_data_problem(args.root)
+    if problem is not None:
+        raise PreflightError(f'--root {args.root}: {problem}')
     make_demo_data(args.root)
     print(f'demo data ready in {args.root}')
 
