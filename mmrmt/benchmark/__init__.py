@@ -15,9 +15,9 @@ imports, the build (for an exported file, the runtime's graph optimisation,
 which folds what depends only on the input size into constants) and the
 iterations.
 
-``--impl`` compares RMT's implementations; ResT and ResMLP have one
-(``--impl fast`` or none). ResT is compared with the authors' step-by-step
-code instead: with ``--upstream-repo PATH`` (a clone of the authors' wofmanaf/ResT) a
+``--impl`` compares the implementations of RMT and ResT (``fast``,
+``reference``); ResMLP has one (``--impl fast`` or none). ResT is also compared
+with the authors' code: with ``--upstream-repo PATH`` (a clone of the authors' wofmanaf/ResT) a
 further worker runs their ResT (:mod:`.upstream_rest`)
 with the same weights: the parent saves their freshly built model's state
 dict, which our backbone loads through its checkpoint loader.

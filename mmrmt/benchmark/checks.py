@@ -9,7 +9,7 @@ import torch
 from mmrmt.deployment.runtime import check_runtime, cpu_features, file_inputs, shape_mismatch
 from mmrmt.models import backbones
 from mmrmt.utils import PreflightError, check_graph_file, check_input_size, read_config
-from .contenders import backbone_type, parse_backbone
+from .contenders import backbone_type, parse_backbone, takes_impl
 from .models import TENSOR_MODE_PROPOSALS
 from .upstream_rest import check_upstream_repo
 
@@ -17,8 +17,8 @@ from .upstream_rest import check_upstream_repo
 def check_backbone(name: str, impls: List[Optional[str]]) -> None:
     """Fail unless ``name`` is a backbone and arch and each of ``impls`` one of its implementations.
 
-    Only RMT has two (its ``impl`` argument checks the values); ResT is
-    compared with the authors' code through ``--upstream-repo`` instead.
+    RMT and ResT have a table of them (their ``impl`` argument checks the
+    values); ResT is also compared with the authors' code through ``--upstream-repo``.
 
     Raises:
         PreflightError: One line naming the problem.
@@ -40,11 +40,9 @@ def check_impls(backbone: str, impls: List[Optional[str]]) -> None:
         PreflightError: One line naming the problem.
     """
     others = [impl for impl in impls if impl not in (None, 'fast')]
-    if backbone != 'RMT' and others:
-        compare = ("; compare ResT with the authors' code through --upstream-repo CLONE"
-                   if backbone == 'ResT' else '')
+    if not takes_impl(backbone) and others:
         raise PreflightError(f'--impl {others[0]}: {backbone} has one implementation, give --impl fast or '
-                             f'no --impl (--impl compares the forms of RMT){compare}.')
+                             'no --impl (--impl compares the forms of RMT and ResT).')
 
 
 def check_args(args: argparse.Namespace) -> None:

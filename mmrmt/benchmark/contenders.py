@@ -1,9 +1,11 @@
 """What one benchmark run compares: the torch implementations, the exported files in each runtime, the
 authors' ResT, each a contender that one worker process runs."""
 import argparse
+from inspect import signature
 from typing import List, Optional, Tuple
 
 from mmrmt.deployment.runtime import runtime_label
+from mmrmt.models import backbones
 
 #: ``--backbone`` TYPE -> the registered backbone.
 BACKBONE_TYPES = {'rmt': 'RMT', 'rest': 'ResT', 'resmlp': 'ResMLP'}
@@ -29,6 +31,12 @@ def backbone_type(config) -> str:
     """The registered name of a config's backbone type ('RMT' for 'RMT' or 'mmrmt.RMT')."""
     kind = config.model.backbone.type
     return (kind if isinstance(kind, str) else kind.__name__).rpartition('.')[2]
+
+
+def takes_impl(backbone: str) -> bool:
+    """Whether the backbone type ``backbone`` (a name in :mod:`mmrmt.models.backbones`) has an
+    ``impl`` argument, a table of implementations (RMT's and ResT's ``'fast'`` and ``'reference'``)."""
+    return 'impl' in signature(getattr(backbones, backbone)).parameters
 
 
 def runtime_pairs(args: argparse.Namespace) -> List[Tuple[str, str]]:

@@ -10,7 +10,7 @@ import torch
 from mmrmt.deployment.export import random_proposals
 from mmrmt.registry import TARGET_REGISTRIES
 from mmrmt.utils import build_cpu_model, read_config
-from .contenders import backbone_type, parse_backbone
+from .contenders import backbone_type, parse_backbone, takes_impl
 from .upstream_rest import load_upstream_module
 
 #: Proposals given to two-stage detectors in tensor mode (the RPN's test-time count).
@@ -21,12 +21,11 @@ def build_backbone(name: str, impl: Optional[str], weights: Optional[str] = None
     """The backbone TYPE-ARCH; ``weights``: an upstream-layout checkpoint it loads (random init otherwise).
 
     Built through mmdet's or mmseg's registry, whichever is installed (``import mmrmt`` registered the
-    backbones there); ``impl``
-    is RMT's (ResT's and ResMLP's one implementation is 'fast' or None).
+    backbones there); ``impl`` is the backbone's (ResMLP's one implementation is 'fast' or None).
     """
     backbone, arch = parse_backbone(name)
     cfg = dict(type=backbone, arch=arch)
-    if impl is not None and backbone == 'RMT':
+    if impl is not None and takes_impl(backbone):
         cfg['impl'] = impl
     if weights is not None:
         cfg['init_cfg'] = dict(type='Pretrained', checkpoint=weights)
@@ -50,12 +49,12 @@ def save_upstream_weights(args: argparse.Namespace, directory: str) -> str:
 
 
 def build_whole_model(config: str, impl: Optional[str]) -> Tuple[torch.nn.Module, str]:
-    """A config's model with random weights and ``impl`` (RMT's), and its scope ('mmdet' or 'mmseg')."""
+    """A config's model with random weights and ``impl`` (its backbone's), and its scope ('mmdet' or 'mmseg')."""
     cfg = read_config(config)
     scope = cfg.get('default_scope', 'mmdet')
     if scope not in ('mmdet', 'mmseg'):
         raise ValueError(f"{config}: default_scope must be 'mmdet' or 'mmseg', got {scope!r}.")
-    if impl is not None and backbone_type(cfg) == 'RMT':  # ResT's and ResMLP's one implementation: 'fast' or None
+    if impl is not None and takes_impl(backbone_type(cfg)):  # ResMLP's one implementation: 'fast' or None
         cfg.model.backbone.impl = impl
     cfg.model.backbone.pop('init_cfg', None)  # random weights: no download, same speed
     return build_cpu_model(cfg), scope

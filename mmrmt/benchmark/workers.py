@@ -2,19 +2,23 @@
 
 A worker builds its model, reports 'ready', times one iteration per 'step'
 message and, on 'done', sends the peak memory its iterations added, its
-process's peak resident set and its last outputs.
+process's peak resident set and its last outputs. A worker whose build or
+iteration raises sends a :class:`WorkerFailure` instead, which the parent
+turns into one line naming the contender and the error.
 """
 import argparse
 import multiprocessing as mp
 import statistics
 import time
 from contextlib import nullcontext
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import torch
 
+from mmrmt.checkpoint import one_line_reason
 from mmrmt.deployment.export import TensorModeModel, float32_roi_pooling
 from mmrmt.deployment.runtime import open_graph, run_session
+from mmrmt.utils import PreflightError
 from .contenders import UPSTREAM_IMPL, Contender, contenders
 from .memory import peak_baseline, peak_now, proc_status_kb
 from .models import build_backbone, build_whole_model, synthetic_samples, tensor_mode_inputs
@@ -22,6 +26,24 @@ from .upstream_rest import build_upstream, upstream_features
 
 #: A contender's median seconds, peak bytes added, process peak bytes and last outputs.
 Result = Tuple[float, int, int, Optional[list]]
+
+
+class WorkerFailure(NamedTuple):
+    """What a worker sends when building or running its contender raised.
+
+    Args:
+        reason (str): The error, in one line (its type and message).
+    """
+    reason: str
+
+
+def guarded_worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> None:
+    """:func:`worker`, sending a :class:`WorkerFailure` if it raises (e.g. BatchNorm given one
+    value per channel in training) rather than dying with a traceback."""
+    try:
+        worker(args, contender, mode, conn)
+    except Exception as error:  # any error of the contender ends the benchmark in one line
+        conn.send(WorkerFailure(one_line_reason(error)))
 
 
 def graph_worker(args: argparse.Namespace, path: str, runtime: str, precision: str, conn) -> None:
@@ -121,7 +143,7 @@ def time_contenders(args: argparse.Namespace, mode: str) -> Dict[str, Result]:
     workers = {}
     for contender in contenders(args):
         parent_end, child_end = context.Pipe()
-        process = context.Process(target=worker, args=(args, contender, mode, child_end), daemon=True)
+        process = context.Process(target=guarded_worker, args=(args, contender, mode, child_end), daemon=True)
         process.start()
         workers[contender[0]] = (process, parent_end)
     try:
@@ -147,9 +169,18 @@ def time_contenders(args: argparse.Namespace, mode: str) -> Dict[str, Result]:
 
 
 def receive(conn, process, label: str):
-    """The worker's next message; an error naming it if it died (traceback above)."""
+    """The worker's next message.
+
+    Raises:
+        PreflightError: One line naming the contender and its error, if it sent a
+            :class:`WorkerFailure`.
+        RuntimeError: The worker died without a word (killed, e.g. out of memory).
+    """
     while not conn.poll(1):
         if not process.is_alive():
             raise RuntimeError(f'the worker of {label} died (exit code {process.exitcode}: '
-                               'an exception printed above, or -9: killed, out of memory).')
-    return conn.recv()
+                               '-9 means killed, e.g. out of memory).')
+    message = conn.recv()
+    if isinstance(message, WorkerFailure):
+        raise PreflightError(f'{label} failed: {message.reason}')
+    return message

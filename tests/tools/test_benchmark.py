@@ -66,12 +66,9 @@ def test_whole_model_of_a_config_trains_and_predicts():
                                                       'rest-ARCH (e.g. rest-lite), no config, no --onnx.'),
     (['--backbone', 'swin'], "--backbone must be TYPE-ARCH with TYPE in ['resmlp', 'rest', 'rmt'], e.g. rmt-t; "
                              "got 'swin'."),
-    (['--backbone', 'rest-lite', '--impl', 'fast', 'reference'],
-     "--impl reference: ResT has one implementation, give --impl fast or no --impl (--impl compares the forms "
-     "of RMT); compare ResT with the authors' code through --upstream-repo CLONE."),
     (['--backbone', 'resmlp-12', '--impl', 'reference'],
      '--impl reference: ResMLP has one implementation, give --impl fast or no --impl (--impl compares the '
-     'forms of RMT).'),
+     'forms of RMT and ResT).'),
     (['--backbone', 'rmt-zz'], "--backbone rmt-zz: RMT has no arch 'zz'; choose one of ['b', 'base', 'l', 'large', "
                                "'s', 'small', 't', 'tiny']."),
     (['--backbone', 'rmt-t', '--threads', '-2'], "--threads must be >= 1, got -2 (leave it out for torch's default)."),
@@ -82,13 +79,34 @@ def test_whole_model_of_a_config_trains_and_predicts():
     ([str(DET_CONFIG), '--mode', 'infer', '--onnx', str(DET_CONFIG), '--runtime', 'openvino', '--precision', 'bf16'],
      '--precision bf16 without f32: the table compares every row with float32 (speed-up, memory, error); give '
      '--precision f32 bf16'),
-    ([str(REST_CONFIG), '--impl', 'fast', 'reference'],
-     "--impl reference: ResT has one implementation, give --impl fast or no --impl (--impl compares the forms "
-     "of RMT); compare ResT with the authors' code through --upstream-repo CLONE."),
 ])
 def test_refused_arguments_are_one_line_before_any_worker(args, message, capsys):
     assert exit_line(benchmark.main, args) == f'error: {message}'
     assert capsys.readouterr().out == ''
+
+
+def test_rest_implementations_are_compared_like_rmts():
+    """ResT has the same table (fast and the step-by-step reference): a row each, built with that impl."""
+    result = run_tool([TOOL, '--backbone', 'rest-lite', '--impl', 'fast', 'reference', '--batch', '1',
+                       '--shape', '64', '64', '--mode', 'infer', '--repeats', '1', '--warmup', '0'])
+    check_ok(result)
+    table = rows(result.stdout)
+    assert set(table) == {('fast', 'infer'), ('reference', 'infer')}
+    assert table['reference', 'infer'][3] == 1.0  # the ratios are to the reference
+    unknown = run_tool([TOOL, '--backbone', 'rest-lite', '--impl', 'flash', '--shape', '32', '32',
+                        '--mode', 'infer', '--repeats', '1'])
+    assert unknown.returncode == 1 and 'Traceback' not in unknown.stderr, unknown.stderr[-2000:]
+    assert unknown.stderr.strip().splitlines()[-1].startswith("error: flash failed: ValueError: ResT: impl must be")
+
+
+def test_a_contender_that_fails_in_its_worker_is_one_line():
+    """Training at batch 1 on a 32x32 input leaves BatchNorm one value per channel at stride 32."""
+    result = run_tool([TOOL, '--backbone', 'rmt-t', '--batch', '1', '--shape', '32', '32', '--mode', 'train',
+                       '--repeats', '1', '--warmup', '0'])
+    assert result.returncode == 1 and 'Traceback' not in result.stderr, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        'error: default failed: ValueError: Expected more than 1 value per channel when training, got input size '
+        'torch.Size([1, 512, 1, 1])')
 
 
 def test_whole_model_of_another_backbone_than_rmt_takes_impl_fast():
@@ -106,8 +124,9 @@ def test_bad_arguments_are_clear_errors():
                                                        'TYPE-ARCH, not both or neither.')
     unknown = run_tool([TOOL, '--backbone', 'rmt-t', '--impl', 'flash', '--shape', '32', '32',
                         '--mode', 'infer', '--repeats', '1'])
-    assert unknown.returncode != 0
-    assert "RMT: impl must be one of ('fast', 'reference')" in unknown.stderr
+    assert unknown.returncode == 1 and 'Traceback' not in unknown.stderr
+    assert unknown.stderr.strip().splitlines()[-1].startswith(
+        "error: flash failed: ValueError: RMT: impl must be one of ('fast', 'reference')")
 
 
 #: Put first on a process's path (and its workers', which inherit the environment):
