@@ -65,6 +65,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise PreflightError('CPU peak memory is read from /proc/self (Linux only).')
     if len(set(args.impl)) != len(args.impl):
         raise PreflightError(f'--impl lists an implementation twice: {args.impl}.')
+    if len(set(args.amp)) != len(args.amp):
+        raise PreflightError(f'--amp lists a precision twice: {args.amp}.')
     if args.backbone is not None:
         check_backbone(args.backbone, args.impl)
     if args.repeats < 1 or args.warmup < 0 or args.batch < 1:
@@ -93,7 +95,7 @@ def check_onnx_args(args: argparse.Namespace) -> None:
     Raises:
         PreflightError: One line naming the problem and the fix.
     """
-    if args.mode != ['infer'] or args.device != 'cpu' or args.amp != 'none':
+    if args.mode != ['infer'] or args.device != 'cpu' or args.amp != ['none']:
         raise PreflightError('--onnx times inference on the CPU: give --mode infer, no --device cuda, no '
                              '--amp (--precision f32 bf16 compares precisions).')
     if 'f32' not in args.precision and 'openvino' in args.runtime:  # onnxruntime alone: check_runtime's line
@@ -114,8 +116,9 @@ def check_cpu_amp(args: argparse.Namespace, config) -> None:
     """
     detector = config.get('default_scope') == 'mmdet'
     two_stage = 'rpn_head' in config.get('model', {})
-    if args.device == 'cpu' and args.amp != 'none' and detector and ('infer' in args.mode or two_stage):
-        raise PreflightError(f"--amp {args.amp} on the CPU: mmcv's CPU nms and RoIAlign take float32 only, so "
+    autocast = [amp for amp in args.amp if amp != 'none']
+    if args.device == 'cpu' and autocast and detector and ('infer' in args.mode or two_stage):
+        raise PreflightError(f"--amp {autocast[0]} on the CPU: mmcv's CPU nms and RoIAlign take float32 only, so "
                              f"this detector's {'prediction' if 'infer' in args.mode else 'training'} cannot run "
                              'under autocast; time the bf16 model with --onnx FILE --precision f32 bf16 (tensor '
                              'mode, RoIAlign in float32) or the backbone with --backbone TYPE-ARCH --amp bf16')

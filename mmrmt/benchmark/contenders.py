@@ -10,6 +10,9 @@ from mmrmt.models import backbones
 #: ``--backbone`` TYPE -> the registered backbone.
 BACKBONE_TYPES = {'rmt': 'RMT', 'rest': 'ResT', 'resmlp': 'ResMLP'}
 UPSTREAM_IMPL = 'upstream'
+#: ``--amp`` value -> the precision of a torch contender; the suffix of its label.
+AMP_PRECISIONS = {'none': 'f32', 'bf16': 'bf16', 'fp16': 'fp16'}
+AUTOCAST_LABELS = {'f32': '', 'bf16': ' bf16 autocast', 'fp16': ' fp16 autocast'}
 #: A worker's job: (its label in the table, torch impl, precision, runtime or None for torch, file).
 Contender = Tuple[str, Optional[str], str, Optional[str], Optional[str]]
 
@@ -49,18 +52,31 @@ def contenders(args: argparse.Namespace) -> List[Contender]:
     """The torch implementations (with --onnx at each --precision), then each --onnx file in each
     runtime and precision ('onnxruntime FILE', 'openvino bf16 FILE'), or the authors' ResT with
     --upstream-repo."""
-    precisions = args.precision if args.onnx else ['f32']
-    eager = [(f'{impl or "default"}{" bf16 autocast" * (precision == "bf16")}', impl, precision, None, None)
-             for precision in precisions for impl in args.impl]
+    eager = [(eager_label(impl, precision), impl, precision, None, None)
+             for precision in eager_precisions(args) for impl in args.impl]
     graphs = [(f'{runtime_label(runtime, precision)} {path}', None, precision, runtime, path)
               for path in args.onnx or () for runtime, precision in runtime_pairs(args)]
     upstream = [(UPSTREAM_IMPL, UPSTREAM_IMPL, 'f32', None, None)] if args.upstream_repo else []
     return eager + graphs + upstream
 
 
+def eager_precisions(args: argparse.Namespace) -> List[str]:
+    """The precisions the torch contenders run at: each --precision with --onnx (tensor mode), else
+    each --amp ('f32' for none)."""
+    return list(args.precision) if args.onnx else [AMP_PRECISIONS[amp] for amp in args.amp]
+
+
+def eager_label(impl: Optional[str], precision: str) -> str:
+    """A torch contender's label: its impl ('default' for the backbone's), then its autocast if any."""
+    return f'{impl or "default"}{AUTOCAST_LABELS[precision]}'
+
+
 def baseline_label(args: argparse.Namespace) -> str:
     """The contender the table's ratios compare with: the authors' ResT, else the reference
-    implementation, else the first one given (float32 in torch: --precision always holds f32)."""
+    implementation, else the first one given, in float32 unless no float32 row is asked for (--precision
+    always holds f32; ``--amp bf16`` alone compares with the first impl in bf16)."""
     if args.upstream_repo:
         return UPSTREAM_IMPL
-    return 'reference' if 'reference' in args.impl else args.impl[0] or 'default'
+    precisions = eager_precisions(args)
+    impl = 'reference' if 'reference' in args.impl else args.impl[0]
+    return eager_label(impl, 'f32' if 'f32' in precisions else precisions[0])

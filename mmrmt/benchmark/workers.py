@@ -96,8 +96,8 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
         forward = model
     model = model.to(args.device).train(mode == 'train')
     inputs = torch.randn(args.batch, 3, *args.shape, device=args.device)
-    amp = (torch.autocast(args.device, dtype=getattr(torch, {'bf16': 'bfloat16', 'fp16': 'float16'}[args.amp]))
-           if args.amp != 'none' else nullcontext())
+    amp = (torch.autocast(args.device, dtype={'bf16': torch.bfloat16, 'fp16': torch.float16}[precision])
+           if precision != 'f32' else nullcontext())
 
     def iteration() -> None:
         if mode == 'infer':

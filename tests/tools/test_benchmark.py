@@ -16,8 +16,8 @@ TOOL = 'analysis_tools/benchmark.py'
 REST_CONFIG = REPO / 'configs' / 'rest' / 'retinanet_rest-small_fpn_ms-1x_coco.py'
 benchmark = import_tool('tools/analysis_tools/benchmark.py')
 pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
-ROW = re.compile(r'^\| (\w+) \| (infer|train) \| ([\d.]+) \| ([\d.]+) \| (\d+) \| ([\d.]+)x \| ([\d.]+)x \| (\d+) \|$',
-                 re.M)
+ROW = re.compile(r'^\| (\w+(?: bf16 autocast)?) \| (infer|train) \| ([\d.]+) \| ([\d.]+) \| (\d+) \| ([\d.]+)x \| '
+                 r'([\d.]+)x \| (\d+) \|$', re.M)
 
 
 def rows(output: str) -> dict:
@@ -40,6 +40,17 @@ def test_backbone_table_has_every_impl_and_mode_with_ratios_to_reference():
     assert 'batch 2, input 64x96, cpu' in result.stdout
 
 
+def test_autocast_rows_beside_float32_in_one_run():
+    """``--amp none bf16``: a float32 and a bf16-autocast row per mode, ratios to float32."""
+    result = run_tool([TOOL, '--backbone', 'rmt-t', '--amp', 'none', 'bf16', '--batch', '2', '--shape', '64', '64',
+                       '--mode', 'infer', 'train', '--repeats', '1', '--warmup', '0'])
+    check_ok(result)
+    table = rows(result.stdout)
+    assert set(table) == {(impl, mode) for impl in ('default', 'default bf16 autocast') for mode in ('infer', 'train')}
+    assert all(table['default', mode][3] == 1.0 for mode in ('infer', 'train'))
+    assert 'speed-up vs default |' in result.stdout and 'amp none bf16' in result.stdout
+
+
 def test_whole_model_of_a_config_trains_and_predicts():
     result = run_tool([TOOL, DET_CONFIG, '--impl', 'fast', '--shape', '64', '64',
                        '--mode', 'infer', 'train', '--repeats', '1', '--warmup', '0'])
@@ -53,6 +64,7 @@ def test_whole_model_of_a_config_trains_and_predicts():
                                                'neither.'),
     (['--backbone', 'rmt-t', '--device', 'tpu'], "--device must be 'cpu' or 'cuda', got 'tpu'."),
     (['--backbone', 'rmt-t', '--impl', 'fast', 'fast'], "--impl lists an implementation twice: ['fast', 'fast']."),
+    (['--backbone', 'rmt-t', '--amp', 'bf16', 'bf16'], "--amp lists a precision twice: ['bf16', 'bf16']."),
     (['--backbone', 'rmt-t', '--warmup', '-1'], '--repeats and --batch must be >= 1 and --warmup >= 0.'),
     (['--backbone', 'rmt-t', '--onnx', 'rmt-t.onnx'], '--onnx times inference on the CPU: give --mode infer, '
                                                       'no --device cuda, no --amp (--precision f32 bf16 compares '

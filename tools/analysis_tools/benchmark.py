@@ -16,6 +16,8 @@ Examples::
     python tools/analysis_tools/benchmark.py configs/rmt/mask-rcnn_rmt-t_fpn_1x_coco.py \\
         --impl fast reference --batch 2 --shape 800 1216 --device cuda --amp bf16
     python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast --batch 16 --shape 224 224 \\
+        --mode infer train --amp none bf16
+    python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast --batch 16 --shape 224 224 \\
         --mode infer --onnx rmt-t.onnx
     python tools/analysis_tools/benchmark.py --backbone rmt-t --impl fast --batch 16 --shape 224 224 \\
         --mode infer --onnx rmt-t.onnx rmt-t_int8.onnx --runtime onnxruntime openvino --precision f32 bf16
@@ -50,8 +52,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--mode', nargs='+', choices=('infer', 'train'), default=['infer', 'train'])
     parser.add_argument('--repeats', type=int, default=5, help='timed iterations per implementation')
     parser.add_argument('--warmup', type=int, default=1, help='untimed iterations first')
-    parser.add_argument('--amp', choices=('none', 'bf16', 'fp16'), default='none',
-                        help='autocast dtype of the forward pass')
+    parser.add_argument('--amp', nargs='+', choices=('none', 'bf16', 'fp16'), default=['none'],
+                        help="autocast dtypes of the forward pass to compare, e.g. 'none bf16' (a row each)")
     parser.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
     parser.add_argument('--threads', type=int, help='torch CPU threads (default: torch\'s)')
     parser.add_argument('--onnx', metavar='FILE', nargs='+',
@@ -75,7 +77,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     check_onnx_inputs(args)
     model = args.config or args.backbone
     print(f'# {model}: batch {args.batch}, input {args.shape[0]}x{args.shape[1]}, {args.device}, '
-          f'amp {args.amp}, threads {args.threads or torch.get_num_threads()}, '
+          f'amp {" ".join(args.amp)}, threads {args.threads or torch.get_num_threads()}, '
           f'{args.warmup} warm-up + {args.repeats} timed iterations, torch {torch.__version__}')
     print(f'# CPU {cpu_features().summary()}')
     if args.onnx:
