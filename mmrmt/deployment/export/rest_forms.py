@@ -10,7 +10,7 @@ and computes the same function: one head as
 import torch
 
 from mmrmt.models.backbones.rest import FastEfficientMultiHeadAttention, mixed_head_plain_attention
-from mmrmt.models.layers import run_mode
+from .fixed_shapes import exports_fixed_shapes
 from .plain_attention import attention_runs, plain_attention
 
 
@@ -32,6 +32,6 @@ class ExportEfficientMultiHeadAttention(FastEfficientMultiHeadAttention):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         if self.num_heads == 1:
             return plain_attention(q, k, v).transpose(1, 2)
-        runs = attention_runs(q, k, leading=1) if run_mode.exports_fixed_shapes() else None
+        runs = attention_runs(q, k, leading=1) if exports_fixed_shapes() else None
         return mixed_head_plain_attention(q, k, v, self.transform_conv, self.scale, runs,
                                           expm1_by_tanh).transpose(1, 2)

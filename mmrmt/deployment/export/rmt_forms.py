@@ -20,7 +20,8 @@ from torch import nn
 from mmrmt.models.backbones.rmt.fast_attention import FastManhattanSelfAttention
 from mmrmt.models.backbones.rmt.fast_relative_position import FastManhattanRelPos, FastTables
 from mmrmt.models.backbones.rmt.implementations import IMPLEMENTATIONS
-from mmrmt.models.layers import norm_then_project, run_mode
+from mmrmt.models.layers import norm_then_project
+from .fixed_shapes import exports_fixed_shapes
 from .plain_attention import attention_runs, plain_attention, within_export_budget
 
 
@@ -95,7 +96,7 @@ class ExportManhattanRelPos(FastManhattanRelPos):
         reads the table. (The figures: docs/deployment.md, "Peak memory of
         one large image".)
         """
-        if not run_mode.exports_fixed_shapes():
+        if not exports_fixed_shapes():
             return True
         return within_export_budget(self.decay.numel() * (height * width) ** 2 * dtype.itemsize)
 

@@ -206,17 +206,14 @@ class EfficientMultiHeadAttention(nn.Module):
 
 class FastEfficientMultiHeadAttention(EfficientMultiHeadAttention):
     """:class:`EfficientMultiHeadAttention` through fused attention: one head with SDPA, mixed heads with
-    the lean core of :func:`.rest_attention.mixed_head_attention` (no score map kept for backward); traced
-    (FLOP counting), the core's plain ops. Same arguments and parameters."""
+    the lean core of :func:`.rest_attention.mixed_head_attention` (no score map kept for backward). Same
+    arguments and parameters."""
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The heads' attention of (B, N, n, d) ``q`` over (B, N', n, d) ``k`` and ``v``; (B, N, n, d)."""
         if self.num_heads == 1:
             return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                                                   ).transpose(1, 2)
-        if run_mode.traces_plain_ops():  # plain ops: countable
-            return mixed_head_plain_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                              self.transform_conv, self.scale).transpose(1, 2)
         return mixed_head_attention(q, k, v, self.transform_conv.weight, self.transform_conv.bias, self.scale)
 
 
