@@ -11,30 +11,31 @@ while an export or a trace records it, and their own back afterwards: the
 state dict, the caches and every other attribute stay as they are.
 """
 from contextlib import contextmanager
+from dataclasses import fields
 from typing import ContextManager, Dict, Iterator, List, Tuple
 
 from torch import nn
 
-from mmrmt.models.backbones.rest import FastEfficientMultiHeadAttention
-from mmrmt.models.backbones.rmt.block import Implementation
-from mmrmt.models.backbones.rmt.implementations import IMPLEMENTATIONS
-from .rest_forms import ExportEfficientMultiHeadAttention
-from .rmt_forms import EXPORT_IMPLEMENTATION
-from .traced_forms import TRACED_IMPLEMENTATION, TracedEfficientMultiHeadAttention
+from mmrmt.models.backbones.implementation import BackboneImplementation
+from mmrmt.models.backbones.rest import IMPLEMENTATIONS as REST_IMPLEMENTATIONS
+from mmrmt.models.backbones.rmt.implementations import IMPLEMENTATIONS as RMT_IMPLEMENTATIONS
+from .rest_forms import EXPORT_IMPLEMENTATION as REST_EXPORT_IMPLEMENTATION
+from .rmt_forms import EXPORT_IMPLEMENTATION as RMT_EXPORT_IMPLEMENTATION
+from .traced_forms import REST_TRACED_IMPLEMENTATION, RMT_TRACED_IMPLEMENTATION
 
 
-def replaced_classes(eager: Implementation, form: Implementation) -> Dict[type, type]:
+def replaced_classes(eager: BackboneImplementation, form: BackboneImplementation) -> Dict[type, type]:
     """Each class of the ``eager`` row to the ``form`` row's class of the same field, where they differ."""
-    return {getattr(eager, field): getattr(form, field) for field in Implementation._fields
-            if getattr(eager, field) is not getattr(form, field)}
+    return {getattr(eager, field.name): getattr(form, field.name) for field in fields(eager)
+            if getattr(eager, field.name) is not getattr(form, field.name)}
 
 
 #: Each eager class with an export form, to that form.
-EXPORT_FORMS: Dict[type, type] = {**replaced_classes(IMPLEMENTATIONS['fast'], EXPORT_IMPLEMENTATION),
-                                  FastEfficientMultiHeadAttention: ExportEfficientMultiHeadAttention}
+EXPORT_FORMS: Dict[type, type] = {**replaced_classes(RMT_IMPLEMENTATIONS['fast'], RMT_EXPORT_IMPLEMENTATION),
+                                  **replaced_classes(REST_IMPLEMENTATIONS['fast'], REST_EXPORT_IMPLEMENTATION)}
 #: Each eager class with a traced form, to that form.
-TRACED_FORMS: Dict[type, type] = {**replaced_classes(IMPLEMENTATIONS['fast'], TRACED_IMPLEMENTATION),
-                                  FastEfficientMultiHeadAttention: TracedEfficientMultiHeadAttention}
+TRACED_FORMS: Dict[type, type] = {**replaced_classes(RMT_IMPLEMENTATIONS['fast'], RMT_TRACED_IMPLEMENTATION),
+                                  **replaced_classes(REST_IMPLEMENTATIONS['fast'], REST_TRACED_IMPLEMENTATION)}
 
 
 @contextmanager

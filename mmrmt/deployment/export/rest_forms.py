@@ -7,9 +7,11 @@ and computes the same function: one head as
 :func:`mmrmt.models.backbones.rest.mixed_head_plain_attention` with
 :func:`expm1_by_tanh`, both in runs in a graph of fixed shapes.
 """
+from dataclasses import replace
+
 import torch
 
-from mmrmt.models.backbones.rest import FastEfficientMultiHeadAttention, mixed_head_plain_attention
+from mmrmt.models.backbones.rest import IMPLEMENTATIONS, FastEfficientMultiHeadAttention, mixed_head_plain_attention
 from .fixed_shapes import exports_fixed_shapes
 from .plain_attention import attention_runs, plain_attention
 
@@ -35,3 +37,7 @@ class ExportEfficientMultiHeadAttention(FastEfficientMultiHeadAttention):
         runs = attention_runs(q, k, leading=1) if exports_fixed_shapes() else None
         return mixed_head_plain_attention(q, k, v, self.transform_conv, self.scale, runs,
                                           expm1_by_tanh).transpose(1, 2)
+
+
+#: The export row of ResT's implementations: the fast row with the export attention.
+EXPORT_IMPLEMENTATION = replace(IMPLEMENTATIONS['fast'], attention=ExportEfficientMultiHeadAttention)

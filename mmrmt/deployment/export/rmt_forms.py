@@ -12,6 +12,7 @@ take them in place, :mod:`.backbone_forms`), computing the same function:
   on), or, for a full stage of a fixed-shape graph whose decay table would
   be large, :func:`attention_by_grid_rows`.
 """
+from dataclasses import replace
 from typing import Optional
 
 import torch
@@ -141,5 +142,5 @@ class ExportManhattanSelfAttention(FastManhattanSelfAttention):
 
 
 #: The export row of RMT's implementations: the fast row with the export relative position and MaSA.
-EXPORT_IMPLEMENTATION = IMPLEMENTATIONS['fast']._replace(relpos=ExportManhattanRelPos,
-                                                         attention=ExportManhattanSelfAttention)
+EXPORT_IMPLEMENTATION = replace(IMPLEMENTATIONS['fast'], relpos=ExportManhattanRelPos,
+                                attention=ExportManhattanSelfAttention)

@@ -14,12 +14,15 @@ paths, which these subclasses (same parameters, same function) replace:
   :func:`mmrmt.models.backbones.rest.mixed_head_plain_attention` (eager, an
   autograd Function that never holds a whole score map).
 """
+from dataclasses import replace
+
 import torch
 import torch.nn.functional as F
 
-from mmrmt.models.backbones.rest import FastEfficientMultiHeadAttention, mixed_head_plain_attention
+from mmrmt.models.backbones.rest import (IMPLEMENTATIONS as REST_IMPLEMENTATIONS, FastEfficientMultiHeadAttention,
+                                         mixed_head_plain_attention)
 from mmrmt.models.backbones.rmt.fast_attention import FastManhattanSelfAttention
-from mmrmt.models.backbones.rmt.implementations import IMPLEMENTATIONS
+from mmrmt.models.backbones.rmt.implementations import IMPLEMENTATIONS as RMT_IMPLEMENTATIONS
 
 
 class TracedManhattanSelfAttention(FastManhattanSelfAttention):
@@ -41,5 +44,6 @@ class TracedEfficientMultiHeadAttention(FastEfficientMultiHeadAttention):
                                           self.transform_conv, self.scale).transpose(1, 2)
 
 
-#: The traced row of RMT's implementations: the fast row with the traced MaSA.
-TRACED_IMPLEMENTATION = IMPLEMENTATIONS['fast']._replace(attention=TracedManhattanSelfAttention)
+#: The traced rows of RMT's and ResT's implementations: the fast rows with the traced attention.
+RMT_TRACED_IMPLEMENTATION = replace(RMT_IMPLEMENTATIONS['fast'], attention=TracedManhattanSelfAttention)
+REST_TRACED_IMPLEMENTATION = replace(REST_IMPLEMENTATIONS['fast'], attention=TracedEfficientMultiHeadAttention)
