@@ -72,10 +72,9 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         batched GEMMs and an in-place softmax, a few images at a time so that
         the logits stay under ``explicit_logits_bytes``: at such lengths the
         fused kernel's per-block work costs more than the whole product.
-        Traced (FLOP counting), it is always the one SDPA op.
         """
         batch, heads, length, _ = q.shape
-        if run_mode.keeps_autograd() or run_mode.traces_plain_ops() or length > self.explicit_max_len:
+        if run_mode.keeps_autograd() or length > self.explicit_max_len:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
         out = v.new_empty(v.shape)
         step = max(1, self.explicit_logits_bytes // (heads * length * length * q.element_size()))
