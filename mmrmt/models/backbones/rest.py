@@ -19,7 +19,7 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import build_norm_layer, in_image_chunks, norm_then_project, run_mode
+from ..layers import build_norm_layer, in_image_chunks, norm_then_project, run_mode, scaled_dot_product_attention
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone, call_block
@@ -212,8 +212,8 @@ class FastEfficientMultiHeadAttention(EfficientMultiHeadAttention):
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The heads' attention of (B, N, n, d) ``q`` over (B, N', n, d) ``k`` and ``v``; (B, N, n, d)."""
         if self.num_heads == 1:
-            return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-                                                  ).transpose(1, 2)
+            return scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+                                                ).transpose(1, 2)
         if run_mode.traces_plain_ops():  # plain ops: countable
             return mixed_head_plain_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                                               self.transform_conv, self.scale).transpose(1, 2)

@@ -2,10 +2,9 @@
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from ...layers import norm_then_project, run_mode
+from ...layers import norm_then_project, run_mode, scaled_dot_product_attention
 from .attention import ManhattanSelfAttention
 from .fast_relative_position import FastManhattanRelPos, FastTables, rotate_qk
 
@@ -68,22 +67,37 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
 
         With autograd, and for sequences over ``explicit_max_len`` tokens,
         SDPA's fused kernel (its backward recomputes the attention instead of
-        keeping it). Without autograd, shorter sequences are attended with
-        batched GEMMs and an in-place softmax, a few images at a time so that
-        the logits stay under ``explicit_logits_bytes``: at such lengths the
-        fused kernel's per-block work costs more than the whole product.
-        Traced (FLOP counting), it is always the one SDPA op.
+        keeping it), explicit products where that kernel cannot run under the
+        kernel set in force (see :mod:`...layers.fused_attention`). Without
+        autograd, shorter sequences are attended with batched GEMMs and an
+        in-place softmax, a few images at a time so that the logits stay
+        under ``explicit_logits_bytes``: at such lengths the fused kernel's
+        per-block work costs more than the whole product. Traced (FLOP
+        counting), it is always the SDPA op where that kernel runs.
         """
         batch, heads, length, _ = q.shape
         if run_mode.keeps_autograd() or run_mode.traces_plain_ops() or length > self.explicit_max_len:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+            return scaled_dot_product_attention(q, k, v, mask, self.scale)
         out = v.new_empty(v.shape)
-        step = max(1, self.explicit_logits_bytes // (heads * length * length * q.element_size()))
+        score_size = torch.promote_types(q.dtype, torch.float32).itemsize
+        step = max(1, self.explicit_logits_bytes // (heads * length * length * score_size))
         for start in range(0, batch, step):
             part = slice(start, start + step)
             logits = torch.matmul(q[part], k[part].transpose(-1, -2))
-            torch.matmul(softmax_(logits.mul_(self.scale).add_(mask[part])), v[part], out=out[part])
+            torch.matmul(self._weights(logits, mask[part]), v[part], out=out[part])
         return out
+
+    def _weights(self, logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``softmax(scale * logits + mask)`` in ``logits``' dtype, in place of float32 or float64 logits.
+
+        Half-precision logits (autocast) are scaled, masked and normalised in
+        float32, as SDPA's kernels do: the mask and the exponentials keep
+        float32's precision, and torch's CPU softmax of short half-precision
+        rows is slower than the float32 one.
+        """
+        if logits.dtype in (torch.float32, torch.float64):
+            return softmax_(logits.mul_(self.scale).add_(mask))
+        return softmax_(logits.float().mul_(self.scale).add_(mask.float())).to(logits.dtype)
 
     def _fast_decomposed(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
         """Rows then columns on one heads-major copy; returns (B, h, w, n, d).
