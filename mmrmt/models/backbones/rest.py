@@ -19,7 +19,8 @@ from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
 from mmrmt.registry import register_backbone
-from ..layers import build_norm_layer, in_image_chunks, norm_then_project, run_mode, scaled_dot_product_attention
+from ..layers import build_norm_layer, in_image_chunks, norm_then_project, run_mode
+from ..layers.fused_attention import scaled_dot_product_attention
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone, call_block

@@ -1,8 +1,6 @@
 from . import run_mode
-from .fused_attention import scaled_dot_product_attention
 from .image_chunks import in_image_chunks
 from .norm import NORM_LAYERS, build_norm_layer, check_norm_cfg
 from .norm_projection import norm_then_project
 
-__all__ = ['NORM_LAYERS', 'build_norm_layer', 'check_norm_cfg', 'in_image_chunks', 'norm_then_project', 'run_mode',
-           'scaled_dot_product_attention']
+__all__ = ['NORM_LAYERS', 'build_norm_layer', 'check_norm_cfg', 'in_image_chunks', 'norm_then_project', 'run_mode']

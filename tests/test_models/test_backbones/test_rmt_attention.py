@@ -154,12 +154,14 @@ def test_nothing_is_split_in_train_mode_without_grad(monkeypatch):
             assert_close(ours.running_mean, theirs.running_mean, two_implementations(torch.float32, 3 * 23 * 36))
 
 
-@pytest.mark.parametrize('fused', [True, False])
-def test_fast_path_under_bf16_autocast_is_finite_and_close(monkeypatch, fused):
-    """Eval, no autograd: the outputs within bfloat16's rounding of the reference's in float64 (short
-    sequences through explicit GEMMs with float32 scores, longer ones fused or explicitly)."""
-    monkeypatch.setattr(fused_attention, 'fused_attention_runs', lambda q: fused)
-    monkeypatch.setattr(FastManhattanSelfAttention, 'explicit_max_len', 16)  # the 18-token rows fused
+@pytest.mark.parametrize('attended_in', [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize('explicit_max_len', [64, 16])
+def test_fast_path_under_bf16_autocast_is_finite_and_close(monkeypatch, attended_in, explicit_max_len):
+    """Eval, no autograd: the outputs within bfloat16's rounding of the reference's in float64, with the
+    attention core in bfloat16 (as on AMX tiles; short sequences with float32 scores) or in float32, short
+    sequences through explicit GEMMs or (``explicit_max_len`` 16: the 18-token rows) fused."""
+    monkeypatch.setitem(fused_attention.CPU_ATTENTION_DTYPES, torch.bfloat16, attended_in)
+    monkeypatch.setattr(FastManhattanSelfAttention, 'explicit_max_len', explicit_max_len)
     fast, reference = backbone_pair()
     fast.eval(), reference.eval()
     x = torch.randn(2, 3, 45, 71)
@@ -180,13 +182,12 @@ def test_fast_backbone_trains_under_bf16_autocast():
     assert_within_rounding(low, torch.bfloat16, full, exact)
 
 
-@pytest.mark.parametrize('fused', [True, False])
+@pytest.mark.parametrize('attended_in', [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize('decomposed', [True, False])
-def test_fast_attention_trains_under_bf16_autocast(monkeypatch, decomposed, fused):
-    """Output and gradients within bfloat16's rounding of the reference's in float64, through torch's
-    fused attention and through the explicit products that replace it where its kernel cannot run (AMX
-    tiles under a kernel set below AVX-512)."""
-    monkeypatch.setattr(fused_attention, 'fused_attention_runs', lambda q: fused)
+def test_fast_attention_trains_under_bf16_autocast(monkeypatch, decomposed, attended_in):
+    """Output and gradients within bfloat16's rounding of the reference's in float64, with the attention
+    core in bfloat16 (as on AMX tiles) or in float32 (other CPUs; AMX under a kernel set below AVX-512)."""
+    monkeypatch.setitem(fused_attention.CPU_ATTENTION_DTYPES, torch.bfloat16, attended_in)
     fast, reference, relpos = attention_pair(decomposed)
     x, weights = torch.randn(2, 9, 11, 32), torch.randn(2, 9, 11, 32)
 

@@ -1,12 +1,13 @@
-"""Fused attention where torch's kernel runs under the kernel set in force, explicit products elsewhere."""
+"""The dtype the backbones' attention computes in, by CPU and kernel set, and torch's fused attention in it."""
 import pytest
 import torch
 import torch.nn.functional as F
 
 from mmrmt.cpu_features import cpu_features
-from mmrmt.models.layers import fused_attention, scaled_dot_product_attention
-from mmrmt.models.layers.fused_attention import explicit_attention, fused_attention_runs, packing_kernel_runs
-from helpers.rounding import assert_close, assert_within_low_precision, two_implementations
+from mmrmt.models.layers import fused_attention
+from mmrmt.models.layers.fused_attention import (CPU_ATTENTION_DTYPES, attention_dtype, cpu_attention_dtypes,
+                                                 scaled_dot_product_attention, uses_amx_tiles)
+from helpers.rounding import assert_within_low_precision
 
 ZEN3 = frozenset('avx2 fma'.split())
 ZEN4 = ZEN3 | frozenset('avx512f avx512bw avx512_vnni avx512_bf16'.split())
@@ -14,81 +15,69 @@ SAPPHIRE_RAPIDS = ZEN4 | frozenset('amx_tile amx_bf16 amx_int8'.split())
 GRANITE_RAPIDS = SAPPHIRE_RAPIDS | frozenset(['amx_fp16'])
 
 
-@pytest.mark.parametrize('flags,capability,dtype,runs', [
-    (SAPPHIRE_RAPIDS, 'DEFAULT', torch.bfloat16, False),  # packs for the tiles in a kernel that cannot
-    (SAPPHIRE_RAPIDS, 'AVX2', torch.bfloat16, False),
+@pytest.mark.parametrize('flags,capability,dtype,tiles', [
     (SAPPHIRE_RAPIDS, 'AVX512', torch.bfloat16, True),
-    (SAPPHIRE_RAPIDS, 'AVX2', torch.float16, True),  # no fp16 tiles: nothing packed
-    (GRANITE_RAPIDS, 'AVX2', torch.float16, False),
+    (SAPPHIRE_RAPIDS, 'DEFAULT', torch.bfloat16, False),  # the kernel would pack for the tiles, and cannot
+    (SAPPHIRE_RAPIDS, 'AVX2', torch.bfloat16, False),
+    (SAPPHIRE_RAPIDS, 'AVX512', torch.float16, False),  # no fp16 tiles
     (GRANITE_RAPIDS, 'AVX512', torch.float16, True),
-    (SAPPHIRE_RAPIDS, 'DEFAULT', torch.float32, True),  # float32 is never packed
-    (ZEN4, 'DEFAULT', torch.bfloat16, True),  # no tiles: the plain kernels
-    (ZEN4, 'AVX2', torch.bfloat16, True),
-    (ZEN3, 'AVX2', torch.bfloat16, True),
-    (frozenset(), 'DEFAULT', torch.bfloat16, True),  # /proc/cpuinfo unreadable
+    (GRANITE_RAPIDS, 'AVX2', torch.float16, False),
+    (SAPPHIRE_RAPIDS, 'AVX512', torch.float32, False),  # float32 is never packed
+    (ZEN4, 'AVX512', torch.bfloat16, False),  # AVX-512 BF16 without tiles
+    (ZEN3, 'AVX2', torch.bfloat16, False),
+    (frozenset(), 'DEFAULT', torch.bfloat16, False),  # /proc/cpuinfo unreadable
 ])
-def test_fused_kernel_is_refused_only_where_it_would_pack_below_avx512(flags, capability, dtype, runs):
-    assert packing_kernel_runs(dtype, flags, capability) is runs
+def test_amx_tiles_are_used_only_with_the_flags_for_the_dtype_and_avx512_kernels(flags, capability, dtype, tiles):
+    assert uses_amx_tiles(dtype, flags, capability) is tiles
 
 
-def test_the_decision_reads_this_cpu_and_kernel_set_and_holds_off_the_cpu():
-    q = torch.empty(1, 1, 4, 8, dtype=torch.bfloat16)
-    assert fused_attention_runs(q) is packing_kernel_runs(torch.bfloat16, cpu_features().flags,
-                                                          torch.backends.cpu.get_cpu_capability())
-    assert fused_attention_runs(q.to('meta'))
+@pytest.mark.parametrize('flags,capability,bf16,fp16', [
+    (SAPPHIRE_RAPIDS, 'AVX512', torch.bfloat16, torch.float32),
+    (SAPPHIRE_RAPIDS, 'AVX2', torch.float32, torch.float32),  # never the kernel that raises
+    (GRANITE_RAPIDS, 'AVX512', torch.bfloat16, torch.float16),
+    (ZEN4, 'AVX512', torch.float32, torch.float32),
+    (ZEN3, 'DEFAULT', torch.float32, torch.float32),
+])
+def test_half_precision_attends_in_float32_unless_on_tiles(flags, capability, bf16, fp16):
+    assert cpu_attention_dtypes(flags, capability) == {torch.bfloat16: bf16, torch.float16: fp16}
 
 
-def qkv(dtype, seed=0, length=70, keys=66):
-    generator = torch.Generator().manual_seed(seed)
+def test_this_process_reads_this_cpu_and_kernel_set_once_and_other_devices_keep_their_dtype():
+    assert CPU_ATTENTION_DTYPES == cpu_attention_dtypes(cpu_features().flags, torch.backends.cpu.get_cpu_capability())
+    for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+        assert attention_dtype(torch.empty(0, dtype=dtype)) == CPU_ATTENTION_DTYPES.get(dtype, dtype)
+        assert attention_dtype(torch.empty(0, dtype=dtype, device='meta')) == dtype
+
+
+def qkv(dtype, length=70, keys=66):
+    generator = torch.Generator().manual_seed(0)
     q = torch.randn(2, 3, length, 16, generator=generator)
     k, v = (torch.randn(2, 3, keys, 16, generator=generator) for _ in range(2))
     mask = -torch.rand(1, 3, length, keys, generator=generator) * 4
     return [t.to(dtype) for t in (q, k, v, mask)]
 
 
-def results(attend, dtype, weights):
-    """Output and the gradients of q, k and v, in ``dtype``."""
+def results(dtype, weights):
+    """Output and the gradients of q, k and v of a masked attention with operands in ``dtype``."""
     q, k, v, mask = (t.requires_grad_(i < 3) for i, t in enumerate(qkv(dtype)))
-    out = attend(q, k, v, mask)
-    return [out, *torch.autograd.grad((out * weights.to(dtype)).sum(), [q, k, v])]
+    out = scaled_dot_product_attention(q, k, v, mask, 0.3)
+    return [out, *torch.autograd.grad((out * weights.to(out.dtype)).sum(), [q, k, v])]
 
 
-#: q k^T (16 terms), the softmax and (.) v (66 terms each).
-DEPTH = 3
-
-
-@pytest.mark.parametrize('masked', [True, False])
-def test_explicit_attention_equals_sdpa_in_float64(masked):
-    weights = torch.randn(2, 3, 70, 16, dtype=torch.float64)
-
-    def fused(q, k, v, mask):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask if masked else None, scale=0.3)
-
-    def explicit(q, k, v, mask):
-        return explicit_attention(q, k, v, mask if masked else None, 0.3)
-
-    for ours, theirs in zip(results(explicit, torch.float64, weights), results(fused, torch.float64, weights)):
-        assert_close(ours, theirs, two_implementations(torch.float64, 66, DEPTH))
-
-
-@pytest.mark.parametrize('fused', [True, False])
-def test_bf16_attention_with_either_path_within_bf16_rounding(monkeypatch, fused):
-    """Forward and backward under bf16, through torch's kernel or (as on an AMX CPU below AVX-512) the
-    explicit products, each within bfloat16's rounding of float64, given float32's error."""
-    monkeypatch.setattr(fused_attention, 'fused_attention_runs', lambda q: fused)
+@pytest.mark.parametrize('attended_in', [torch.bfloat16, torch.float32])
+def test_bf16_operands_in_either_dtype_within_bf16_rounding(monkeypatch, attended_in):
+    """Forward and backward of bf16 operands, attended in bf16 (AMX tiles) or float32 (elsewhere), each
+    within bfloat16's rounding of float64 given float32's error, returned in bf16."""
+    monkeypatch.setitem(fused_attention.CPU_ATTENTION_DTYPES, torch.bfloat16, attended_in)
     weights = torch.randn(2, 3, 70, 16)
-
-    def attend(q, k, v, mask):
-        return scaled_dot_product_attention(q, k, v, mask, 0.3)
-
-    low = results(attend, torch.bfloat16, weights)
+    low = results(torch.bfloat16, weights)
     assert all(t.dtype == torch.bfloat16 for t in low)
-    full, exact = results(attend, torch.float32, weights), results(attend, torch.float64, weights)
-    assert_within_low_precision(low, full, exact, torch.bfloat16, [66] * 4)
+    assert_within_low_precision(low, results(torch.float32, weights), results(torch.float64, weights),
+                                torch.bfloat16, [66] * 4)
 
 
-def test_default_scale_is_sdpa_s(monkeypatch):
-    q, k, v, _ = qkv(torch.float64)
-    monkeypatch.setattr(fused_attention, 'fused_attention_runs', lambda q: False)
-    assert_close(scaled_dot_product_attention(q, k, v), F.scaled_dot_product_attention(q, k, v),
-                 two_implementations(torch.float64, 66, DEPTH))
+def test_float_operands_are_sdpa_bit_for_bit_and_autocast_does_not_lower_them():
+    q, k, v, mask = qkv(torch.float32)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    with torch.autocast('cpu', torch.bfloat16):
+        assert torch.equal(scaled_dot_product_attention(q, k, v, mask), expected)

@@ -4,7 +4,8 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ...layers import norm_then_project, run_mode, scaled_dot_product_attention
+from ...layers import norm_then_project, run_mode
+from ...layers.fused_attention import attention_dtype, scaled_dot_product_attention
 from .attention import ManhattanSelfAttention
 from .fast_relative_position import FastManhattanRelPos, FastTables, rotate_qk
 
@@ -30,7 +31,10 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
     ``scaled_dot_product_attention`` with the log-decay as its additive mask
     (it recomputes attention in backward instead of storing it); without
     autograd, short sequences with batched GEMMs (see :meth:`_attend`).
-    Same arguments and parameters as the reference.
+    From the rotary on, attention computes in
+    :func:`...layers.fused_attention.attention_dtype` (half precision on the
+    CPU in float32 unless on AMX tiles; q, k and v converted in the passes
+    that lay them out). Same arguments and parameters as the reference.
     """
 
     #: Longest sequence attended with explicit GEMMs at inference, and the
@@ -51,11 +55,12 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         qk = qk.view(batch, height, width, 2, self.num_heads, self.head_dims)
         context = self.lepe(v)
         v = v.view(batch, height, width, self.num_heads, self.head_dims)
-        tables = relpos.fast_tables(height, width, self.decomposed, qk.dtype)
-        if self.decomposed:
-            out = self._fast_decomposed(qk, v, tables)
-        else:
-            out = self._fast_full(qk, v, tables)
+        tables = relpos.fast_tables(height, width, self.decomposed, attention_dtype(qk))
+        with torch.autocast(x.device.type, enabled=False):  # the core in the tables' dtype, not autocast's
+            if self.decomposed:
+                out = self._fast_decomposed(qk, v, tables)
+            else:
+                out = self._fast_full(qk, v, tables)
         # Summed into the LCE output's own dense tensor (the conv's backward
         # does not need its output): no merged-heads copy, no new tensor.
         merged = context.contiguous().view(out.shape).add_(out)
@@ -108,7 +113,7 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         """
         batch, height, width, _, heads, dims = qk.shape
         q, k = rotate_qk(qk, tables, heads_major=True)  # each (B, n, h, w, d)
-        v = v.permute(0, 3, 1, 2, 4).contiguous()
+        v = v.permute(0, 3, 1, 2, 4).to(q.dtype, memory_format=torch.contiguous_format)
         q, k, v = (t.reshape(batch * heads, height, width, dims) for t in (q, k, v))
         mask_w, mask_h = (mask.expand(batch, -1, -1, -1).reshape(batch * heads, 1, *mask.shape[-2:])
                           for mask in (tables.mask_w, tables.mask_h))
@@ -120,5 +125,5 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         """Attention over all tokens on channels-last views; returns (B, hw, n, d)."""
         batch, height, width, _, heads, dims = qk.shape
         q, k = rotate_qk(qk, tables, heads_major=False).unbind(3)
-        q, k, v = (t.reshape(batch, height * width, heads, dims).transpose(1, 2) for t in (q, k, v))
+        q, k, v = (t.reshape(batch, height * width, heads, dims).transpose(1, 2) for t in (q, k, v.to(q.dtype)))
         return self._attend(q, k, v, tables.mask).transpose(1, 2)
