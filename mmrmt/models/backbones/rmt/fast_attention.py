@@ -7,6 +7,7 @@ from torch import nn
 from ...layers import norm_then_project, run_mode
 from ...layers.fused_attention import attention_dtype, scaled_dot_product_attention
 from .attention import ManhattanSelfAttention
+from .depthwise_conv import depthwise_conv_channels_last
 from .fast_relative_position import FastManhattanRelPos, FastTables, rotate_qk
 
 
@@ -31,10 +32,10 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
     ``scaled_dot_product_attention`` with the log-decay as its additive mask
     (it recomputes attention in backward instead of storing it); without
     autograd, short sequences with batched GEMMs (see :meth:`_attend`).
-    From the rotary on, attention computes in
+    From v and the rotary on, attention and the LCE compute in
     :func:`...layers.fused_attention.attention_dtype` (half precision on the
-    CPU in float32 unless on AMX tiles; q, k and v converted in the passes
-    that lay them out). Same arguments and parameters as the reference.
+    CPU in float32 unless on AMX tiles; q and k converted in the pass that
+    lays them out). Same arguments and parameters as the reference.
     """
 
     #: Longest sequence attended with explicit GEMMs at inference, and the
@@ -53,17 +54,20 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         qk_bias = torch.cat((self.q_proj.bias, self.k_proj.bias))
         qk, v = norm_then_project(x, norm, [(qk_weight, qk_bias), (self.v_proj.weight, self.v_proj.bias)])
         qk = qk.view(batch, height, width, 2, self.num_heads, self.head_dims)
-        context = self.lepe(v)
-        v = v.view(batch, height, width, self.num_heads, self.head_dims)
-        tables = relpos.fast_tables(height, width, self.decomposed, attention_dtype(qk))
-        with torch.autocast(x.device.type, enabled=False):  # the core in the tables' dtype, not autocast's
+        dtype = attention_dtype(qk)
+        tables = relpos.fast_tables(height, width, self.decomposed, dtype)
+        with torch.autocast(x.device.type, enabled=False):  # the core and the LCE in ``dtype``, not autocast's
+            v = v.to(dtype)
+            conv = self.lepe.conv
+            context = depthwise_conv_channels_last(v, conv.weight.to(dtype), conv.bias.to(dtype), conv.padding[0])
+            v = v.view(batch, height, width, self.num_heads, self.head_dims)
             if self.decomposed:
                 out = self._fast_decomposed(qk, v, tables)
             else:
                 out = self._fast_full(qk, v, tables)
-        # Summed into the LCE output's own dense tensor (the conv's backward
-        # does not need its output): no merged-heads copy, no new tensor.
-        merged = context.contiguous().view(out.shape).add_(out)
+            # Summed into the LCE output's own dense tensor (the conv's backward
+            # does not need its output): no merged-heads copy, no new tensor.
+            merged = context.contiguous().view(out.shape).add_(out)
         return self.out_proj(merged.view(batch, height, width, channels))
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -113,7 +117,7 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         """
         batch, height, width, _, heads, dims = qk.shape
         q, k = rotate_qk(qk, tables, heads_major=True)  # each (B, n, h, w, d)
-        v = v.permute(0, 3, 1, 2, 4).to(q.dtype, memory_format=torch.contiguous_format)
+        v = v.permute(0, 3, 1, 2, 4).contiguous()
         q, k, v = (t.reshape(batch * heads, height, width, dims) for t in (q, k, v))
         mask_w, mask_h = (mask.expand(batch, -1, -1, -1).reshape(batch * heads, 1, *mask.shape[-2:])
                           for mask in (tables.mask_w, tables.mask_h))
@@ -125,5 +129,5 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         """Attention over all tokens on channels-last views; returns (B, hw, n, d)."""
         batch, height, width, _, heads, dims = qk.shape
         q, k = rotate_qk(qk, tables, heads_major=False).unbind(3)
-        q, k, v = (t.reshape(batch, height * width, heads, dims).transpose(1, 2) for t in (q, k, v.to(q.dtype)))
+        q, k, v = (t.reshape(batch, height * width, heads, dims).transpose(1, 2) for t in (q, k, v))
         return self._attend(q, k, v, tables.mask).transpose(1, 2)
