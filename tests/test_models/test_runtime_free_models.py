@@ -1,24 +1,28 @@
-"""mmrmt.models knows no runtime and no export form: those live in mmrmt.deployment.export, which swaps
-the backbones' layers for their export forms (export_implementation), and the eager classes ask run_mode
-only what eager code needs."""
+"""mmrmt.models knows no runtime, no export form and no graph recording: those live in
+mmrmt.deployment.export, which swaps the backbones' layers for their export or traced forms
+(export_implementation, traced_implementation), and the eager classes ask run_mode only what eager code
+needs: autograd kept? CPU image chunks? autocast dtype?"""
+import inspect
 import re
 from pathlib import Path
 
 import mmrmt.models
+from mmrmt.models.layers import run_mode
 
 MODELS = Path(mmrmt.models.__file__).parent
-#: Names of runtimes, and run_mode's questions about an export that only export forms ask.
-FORBIDDEN = re.compile(r'onnxruntime|openvino|\bis_exporting\b|\bexports_fixed_shapes\b|\bfixed_shape_export\b',
-                       re.IGNORECASE)
+#: Names of runtimes, and of the state of an export, a trace or a compile (which only run_mode reads).
+FORBIDDEN = re.compile(r'onnxruntime|openvino|\bis_exporting\b|\bexports_fixed_shapes\b|\bfixed_shape_export\b'
+                       r'|is_in_onnx_export|\bis_tracing\b|\bis_scripting\b|\bis_compiling\b|\btraces_plain_ops\b'
+                       r'|records_graph', re.IGNORECASE)
 #: What the eager classes ask run_mode (besides its chunk size, inference_chunk_images).
-EAGER_QUESTIONS = {'keeps_autograd', 'traces_plain_ops', 'is_compiling', 'chunks_cpu_inference', 'autocast_dtype'}
+EAGER_QUESTIONS = {'keeps_autograd', 'chunks_cpu_inference', 'autocast_dtype'}
 
 
 def model_files():
     return [path for path in sorted(MODELS.rglob('*.py')) if path.name != 'run_mode.py']
 
 
-def test_no_model_file_names_a_runtime_or_an_export_question():
+def test_no_model_file_names_a_runtime_or_the_state_of_an_export_a_trace_or_a_compile():
     found = [f'{path.relative_to(MODELS)}:{number}: {line.strip()}' for path in model_files()
              for number, line in enumerate(path.read_text().splitlines(), 1) if FORBIDDEN.search(line)]
     assert found == []
@@ -32,6 +36,12 @@ def asked_questions(text: str) -> set:
     return names
 
 
-def test_the_eager_classes_ask_run_mode_only_the_eager_questions():
+def test_the_eager_classes_ask_run_mode_only_the_three_eager_questions():
     asked = set().union(*(asked_questions(path.read_text()) for path in model_files()))
     assert asked - {'inference_chunk_images'} == EAGER_QUESTIONS
+
+
+def test_run_mode_offers_only_the_three_eager_questions():
+    offered = {name for name, value in vars(run_mode).items()
+               if inspect.isfunction(value) and value.__module__ == run_mode.__name__ and not name.startswith('_')}
+    assert offered - {'inference_chunk_images'} == EAGER_QUESTIONS

@@ -9,7 +9,9 @@ the papers report FLOPs, leaves it out. Detectors run their ``tensor``
 forward on one image of the given size, through the RPN's test-time
 proposals for two-stage models (mask heads on the first 100), as mmdet's
 own tool does; segmentors run their decode head. The model is built on the
-CPU with plain BN in place of SyncBN, and without loading checkpoints.
+CPU with plain BN in place of SyncBN, and without loading checkpoints; our
+backbones' fast classes are traced in their traced forms
+(``mmrmt.deployment.export.traced_implementation``: plain ops only).
 
 Examples::
 
@@ -31,6 +33,7 @@ from mmengine.analysis.print_helper import complexity_stats_table
 from mmengine.config import Config
 from torch import nn
 
+from mmrmt.deployment.export import traced_implementation
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_input_size,
                          read_config, run_main)
 
@@ -118,15 +121,15 @@ def complexity(cfg: Config, shape: Sequence[int], backbone_only: bool = False,
     height, width = (shape[0], shape[0]) if len(shape) == 1 else shape
     model = build_cpu_model(cfg)
     target = model.backbone if backbone_only else tensor_forward(model, height, width)
-    with torch.no_grad():
+    with torch.no_grad(), traced_implementation(target):
         analyzer = FlopAnalyzer(target, (torch.zeros(1, 3, height, width), ))
         analyzer.set_op_handle('aten::scaled_dot_product_attention', attention_flops)
         analyzer.unsupported_ops_warnings(False).uncalled_modules_warnings(False)
         by_operator = analyzer.by_operator()
         result = dict(params=parameter_count(target)[''], flops=analyzer.total(),
                       product_flops=sum(by_operator.get(op, 0) for op in ACTIVATION_PRODUCTS))
-    if show_table:
-        result['table'] = complexity_stats_table(analyzer, show_param_shapes=False)
+        if show_table:
+            result['table'] = complexity_stats_table(analyzer, show_param_shapes=False)
     return result
 
 

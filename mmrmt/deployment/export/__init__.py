@@ -1,11 +1,14 @@
-"""A model in tensor mode exported to ONNX, with the export forms of our backbones and exact ones of mmdet's layers."""
-from .backbone_forms import EXPORT_FORMS, export_implementation
+"""A model in tensor mode exported to ONNX, with the export forms of our backbones and exact ones of mmdet's layers;
+the traced forms of our backbones for a FLOP count."""
+from .backbone_forms import EXPORT_FORMS, TRACED_FORMS, export_implementation, traced_implementation
 from .export_forms import exact_roi_min_side, export_forms
+from .fixed_shapes import exports_fixed_shapes, fixed_shape_export, is_exporting
 from .float32_roi_pooling import float32_roi_pooling
 from .image_scan import graph_inputs, scan_over_images
 from .onnx_export import EXPORTERS, check_opset, export_onnx
 from .tensor_mode import MIN_DYNAMIC_SIZE, TensorModeModel, random_proposals
 
-__all__ = ['EXPORTERS', 'EXPORT_FORMS', 'MIN_DYNAMIC_SIZE', 'TensorModeModel', 'check_opset', 'exact_roi_min_side',
-           'export_forms', 'export_implementation', 'export_onnx', 'float32_roi_pooling', 'graph_inputs',
-           'random_proposals', 'scan_over_images']
+__all__ = ['EXPORTERS', 'EXPORT_FORMS', 'MIN_DYNAMIC_SIZE', 'TRACED_FORMS', 'TensorModeModel', 'check_opset',
+           'exact_roi_min_side', 'export_forms', 'export_implementation', 'export_onnx', 'exports_fixed_shapes',
+           'fixed_shape_export', 'float32_roi_pooling', 'graph_inputs', 'is_exporting', 'random_proposals',
+           'scan_over_images', 'traced_implementation']

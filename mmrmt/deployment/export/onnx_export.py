@@ -7,9 +7,9 @@ from typing import Optional, Tuple
 
 import torch
 
-from mmrmt.models.layers import run_mode
 from mmrmt.utils import replaced_atomically
 from .export_forms import export_forms
+from .fixed_shapes import fixed_shape_export
 from .image_scan import scan_over_images
 from .tensor_mode import TensorModeModel, dynamic_axes, dynamic_shapes
 
@@ -70,7 +70,7 @@ def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: 
         return
     model.eval()
     names = dict(input_names=model.input_names, output_names=model.output_names(*inputs))
-    shapes = nullcontext() if dynamic else run_mode.fixed_shape_export()
+    shapes = nullcontext() if dynamic else fixed_shape_export()
     with replaced_atomically(path) as temporary, torch.no_grad(), export_forms(model.model, opset), shapes, \
             warnings.catch_warnings():
         warnings.filterwarnings('ignore', category=torch.jit.TracerWarning)

@@ -6,7 +6,7 @@ attention op before opset 23): exported graphs get them written out, at any opse
 
 A runtime holds each tensor of a graph whole, where eager's fused attention
 never materialises the logits: in a graph of fixed shapes
-(:func:`mmrmt.models.layers.run_mode.exports_fixed_shapes`) the attention is computed in runs
+(:func:`.fixed_shapes.exports_fixed_shapes`) the attention is computed in runs
 (:func:`attention_runs`), so that no more than :data:`EXPORT_LOGITS_BYTES` of
 logits exist at once.
 """
@@ -15,7 +15,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from mmrmt.models.layers.run_mode import exports_fixed_shapes
+from .fixed_shapes import exports_fixed_shapes
 
 #: Most bytes of attention logits a graph of fixed shapes computes at once: as many as RMT's eager
 #: attention materialises (``FastManhattanSelfAttention.explicit_logits_bytes``), or

@@ -7,10 +7,12 @@ and computes the same function: one head as
 :func:`mmrmt.models.backbones.rest.mixed_head_plain_attention` with
 :func:`expm1_by_tanh`, both in runs in a graph of fixed shapes.
 """
+from dataclasses import replace
+
 import torch
 
-from mmrmt.models.backbones.rest import FastEfficientMultiHeadAttention, mixed_head_plain_attention
-from mmrmt.models.layers import run_mode
+from mmrmt.models.backbones.rest import IMPLEMENTATIONS, FastEfficientMultiHeadAttention, mixed_head_plain_attention
+from .fixed_shapes import exports_fixed_shapes
 from .plain_attention import attention_runs, plain_attention
 
 
@@ -32,6 +34,10 @@ class ExportEfficientMultiHeadAttention(FastEfficientMultiHeadAttention):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         if self.num_heads == 1:
             return plain_attention(q, k, v).transpose(1, 2)
-        runs = attention_runs(q, k, leading=1) if run_mode.exports_fixed_shapes() else None
+        runs = attention_runs(q, k, leading=1) if exports_fixed_shapes() else None
         return mixed_head_plain_attention(q, k, v, self.transform_conv, self.scale, runs,
                                           expm1_by_tanh).transpose(1, 2)
+
+
+#: The export row of ResT's implementations: the fast row with the export attention.
+EXPORT_IMPLEMENTATION = replace(IMPLEMENTATIONS['fast'], attention=ExportEfficientMultiHeadAttention)

@@ -12,6 +12,7 @@ take them in place, :mod:`.backbone_forms`), computing the same function:
   on), or, for a full stage of a fixed-shape graph whose decay table would
   be large, :func:`attention_by_grid_rows`.
 """
+from dataclasses import replace
 from typing import Optional
 
 import torch
@@ -20,7 +21,8 @@ from torch import nn
 from mmrmt.models.backbones.rmt.fast_attention import FastManhattanSelfAttention
 from mmrmt.models.backbones.rmt.fast_relative_position import FastManhattanRelPos, FastTables
 from mmrmt.models.backbones.rmt.implementations import IMPLEMENTATIONS
-from mmrmt.models.layers import norm_then_project, run_mode
+from mmrmt.models.layers import norm_then_project
+from .fixed_shapes import exports_fixed_shapes
 from .plain_attention import attention_runs, plain_attention, within_export_budget
 
 
@@ -95,7 +97,7 @@ class ExportManhattanRelPos(FastManhattanRelPos):
         reads the table. (The figures: docs/deployment.md, "Peak memory of
         one large image".)
         """
-        if not run_mode.exports_fixed_shapes():
+        if not exports_fixed_shapes():
             return True
         return within_export_budget(self.decay.numel() * (height * width) ** 2 * dtype.itemsize)
 
@@ -140,5 +142,5 @@ class ExportManhattanSelfAttention(FastManhattanSelfAttention):
 
 
 #: The export row of RMT's implementations: the fast row with the export relative position and MaSA.
-EXPORT_IMPLEMENTATION = IMPLEMENTATIONS['fast']._replace(relpos=ExportManhattanRelPos,
-                                                         attention=ExportManhattanSelfAttention)
+EXPORT_IMPLEMENTATION = replace(IMPLEMENTATIONS['fast'], relpos=ExportManhattanRelPos,
+                                attention=ExportManhattanSelfAttention)

@@ -24,7 +24,7 @@ from typing import Optional
 import torch
 from mmengine.config import Config
 
-from mmrmt.models.layers import run_mode
+from ..export import fixed_shape_export
 from .parity import Parity, prediction_parity
 from .rewriters import torchscript_exporter
 
@@ -64,10 +64,10 @@ def convert(deploy_cfg: Config, model_cfg: Config, image: str, work_dir: str, we
 
     A static deploy config (no ``onnx_config.dynamic_axes``) gives a graph of
     fixed shapes, whose attention computes its queries a few at a time
-    (:func:`mmrmt.models.layers.run_mode.fixed_shape_export`).
+    (:func:`mmrmt.deployment.export.fixed_shape_export`).
     """
     from mmdeploy.apis import torch2onnx
-    shapes = nullcontext() if deploy_cfg.onnx_config.get('dynamic_axes') else run_mode.fixed_shape_export()
+    shapes = nullcontext() if deploy_cfg.onnx_config.get('dynamic_axes') else fixed_shape_export()
     with torchscript_exporter(), shapes:
         torch2onnx(image, work_dir, deploy_cfg.onnx_config.save_file, deploy_cfg, model_cfg, weights, device)
 

@@ -11,7 +11,7 @@ emitted feature without feeding it forward (the last stage's is the
 checkpoint's final ``norm``). Parameter names are the upstream ones.
 """
 from functools import partial
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Type, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +24,7 @@ from ..layers.fused_attention import scaled_dot_product_attention
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone, call_block
+from .implementation import BackboneImplementation
 from .rest_attention import EPS, mixed_head_attention
 from .rest_mlp import gelu_projection
 
@@ -207,29 +208,15 @@ class EfficientMultiHeadAttention(nn.Module):
 
 class FastEfficientMultiHeadAttention(EfficientMultiHeadAttention):
     """:class:`EfficientMultiHeadAttention` through fused attention: one head with SDPA, mixed heads with
-    the lean core of :func:`.rest_attention.mixed_head_attention` (no score map kept for backward); traced
-    (FLOP counting), the core's plain ops. Same arguments and parameters."""
+    the lean core of :func:`.rest_attention.mixed_head_attention` (no score map kept for backward). Same
+    arguments and parameters."""
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The heads' attention of (B, N, n, d) ``q`` over (B, N', n, d) ``k`` and ``v``; (B, N, n, d)."""
         if self.num_heads == 1:
             return scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                                                 ).transpose(1, 2)
-        if run_mode.traces_plain_ops():  # plain ops: countable
-            return mixed_head_plain_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                              self.transform_conv, self.scale).transpose(1, 2)
         return mixed_head_attention(q, k, v, self.transform_conv.weight, self.transform_conv.bias, self.scale)
-
-
-class ResTImplementation(NamedTuple):
-    """The classes of one implementation of ResT (a row of :data:`IMPLEMENTATIONS`).
-
-    Args:
-        block (type): A stage's block (built by :class:`ResT`).
-        attention (type): The block's EMSA (built by :class:`ResTBlock`).
-    """
-    block: Type['ResTBlock']
-    attention: Type[EfficientMultiHeadAttention]
 
 
 class ResTBlock(nn.Module):
@@ -241,11 +228,11 @@ class ResTBlock(nn.Module):
         mlp_ratio (float): MLP hidden channels / embed_dims.
         sr_ratio (int): Key/value grid reduction of the attention.
         drop_path (float): Stochastic depth rate.
-        implementation (ResTImplementation): Whose ``attention`` class the block builds.
+        implementation (BackboneImplementation): Whose ``attention`` class (EMSA) the block builds.
     """
 
     def __init__(self, embed_dims: int, num_heads: int, mlp_ratio: float, sr_ratio: int,
-                 drop_path: float = 0., *, implementation: ResTImplementation) -> None:
+                 drop_path: float = 0., *, implementation: BackboneImplementation) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(embed_dims)
         self.attn = implementation.attention(embed_dims, num_heads, sr_ratio)
@@ -279,9 +266,9 @@ class FastResTBlock(ResTBlock):
 
 #: The two implementations, by ``impl``: ``'fast'`` (the lean blocks and attention) and ``'reference'``
 #: (the spec's computation step by step, the oracle of the tests); the same parameters.
-IMPLEMENTATIONS: Dict[str, ResTImplementation] = {
-    'fast': ResTImplementation(block=FastResTBlock, attention=FastEfficientMultiHeadAttention),
-    'reference': ResTImplementation(block=ResTBlock, attention=EfficientMultiHeadAttention),
+IMPLEMENTATIONS: Dict[str, BackboneImplementation] = {
+    'fast': BackboneImplementation(block=FastResTBlock, attention=FastEfficientMultiHeadAttention),
+    'reference': BackboneImplementation(block=ResTBlock, attention=EfficientMultiHeadAttention),
 }
 IMPL = ArgKind((str, ), lambda impl: impl in IMPLEMENTATIONS,
                "'fast' (lean attention and MLP) or 'reference' (the spec's computation step by step)")

@@ -32,12 +32,10 @@ class _GeluProjection(torch.autograd.Function):
 
 def gelu_projection(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """``F.linear(F.gelu(hidden), weight, bias)``: with autograd only ``hidden`` is kept, without the
-    GELU runs in place (``hidden`` is overwritten). Traced (FLOP counting, export), the plain ops.
+    GELU runs in place (``hidden`` is overwritten).
 
     Under autocast the projection runs in ``hidden``'s dtype (the autocast dtype of fc1's output).
     """
-    if run_mode.traces_plain_ops():
-        return F.linear(F.gelu(hidden), weight, bias)
     if not run_mode.keeps_autograd():
         return F.linear(torch.ops.aten.gelu_(hidden), weight, bias)
     with torch.autocast(hidden.device.type, enabled=False):

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .run_mode import autocast_dtype, keeps_autograd, traces_plain_ops
+from .run_mode import autocast_dtype, keeps_autograd
 
 
 class _NormThenProject(torch.autograd.Function):
@@ -65,10 +65,10 @@ def norm_then_project(x: torch.Tensor, norm: Optional[nn.LayerNorm],
     """``linear(norm(x), weight, bias)`` for each (weight, bias); no norm if ``norm`` is None.
 
     Same values as applying ``norm`` then the projections; with autograd the
-    norm's output is recomputed in backward instead of kept. Without autograd,
-    or traced (FLOP counting, export), it is the plain ops (see :mod:`.run_mode`).
+    norm's output is recomputed in backward instead of kept. Without autograd
+    (see :func:`.run_mode.keeps_autograd`: a traced or exported forward keeps none), it is the plain ops.
     """
-    if norm is None or not keeps_autograd() or traces_plain_ops():
+    if norm is None or not keeps_autograd():
         normed = x if norm is None else norm(x)
         return tuple(F.linear(normed, weight, bias) for weight, bias in projections)
     compute_dtype = autocast_dtype(x) or x.dtype

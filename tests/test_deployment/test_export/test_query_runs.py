@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mmrmt.deployment.export import fixed_shapes
 from mmrmt.deployment.export.plain_attention import attention_runs, plain_attention
 from mmrmt.deployment.export.rest_forms import ExportEfficientMultiHeadAttention
-from mmrmt.models.layers import run_mode
 from helpers.rounding import assert_close, two_implementations
 
 #: The module (its name is shadowed by the function of the same name).
@@ -24,8 +24,8 @@ def randn(*shape, seed: int = 0) -> torch.Tensor:
 @pytest.fixture
 def fixed_shape_export(monkeypatch):
     """Within the test the layers run as in an export of fixed shapes (eagerly: compared in float64)."""
-    monkeypatch.setattr(run_mode, 'is_exporting', lambda: True)
-    with run_mode.fixed_shape_export():
+    monkeypatch.setattr(fixed_shapes, 'is_exporting', lambda: True)
+    with fixed_shapes.fixed_shape_export():
         yield
 
 
@@ -105,12 +105,12 @@ def test_plain_attention_runs_only_in_exports_of_fixed_shapes(monkeypatch):
     set_budget(monkeypatch, 1)
     calls = count_calls(monkeypatch, attention_module, '_attend')
     plain_attention(q, q, q)  # eager
-    with run_mode.fixed_shape_export():
+    with fixed_shapes.fixed_shape_export():
         plain_attention(q, q, q)  # not exporting: the context alone does not split
-    monkeypatch.setattr(run_mode, 'is_exporting', lambda: True)
+    monkeypatch.setattr(fixed_shapes, 'is_exporting', lambda: True)
     plain_attention(q, q, q)  # exporting, but a graph that takes any size
     assert len(calls) == 3
-    with run_mode.fixed_shape_export():
+    with fixed_shapes.fixed_shape_export():
         plain_attention(q, q, q)
     assert len(calls) == 3 + 10
 

@@ -198,14 +198,14 @@ def test_parity_catches_moved_boxes_and_flipped_pixels():
                                               ('detection_onnxruntime_dynamic.py', False)])
 def test_static_deploy_configs_convert_to_graphs_of_fixed_shapes(deploy_cfg, fixed, monkeypatch):
     """A static config's graph takes one size: its attention may take the queries a few at a time
-    (run_mode.fixed_shape_export); a dynamic config's must not."""
+    (fixed_shape_export); a dynamic config's must not."""
     import mmdeploy.apis
 
+    from mmrmt.deployment.export import fixed_shapes
     from mmrmt.deployment.mmdeploy import convert
-    from mmrmt.models.layers import run_mode
-    monkeypatch.setattr(run_mode, 'is_exporting', lambda: True)  # what the layers see while mmdeploy exports
+    monkeypatch.setattr(fixed_shapes, 'is_exporting', lambda: True)  # what the layers see while mmdeploy exports
     seen = []
-    monkeypatch.setattr(mmdeploy.apis, 'torch2onnx', lambda *args: seen.append(run_mode.exports_fixed_shapes()))
+    monkeypatch.setattr(mmdeploy.apis, 'torch2onnx', lambda *args: seen.append(fixed_shapes.exports_fixed_shapes()))
     convert(Config.fromfile(str(DEPLOY / deploy_cfg)), Config(), 'image.jpg', 'work_dir')
     assert seen == [fixed]
-    assert not run_mode.exports_fixed_shapes()
+    assert not fixed_shapes.exports_fixed_shapes()

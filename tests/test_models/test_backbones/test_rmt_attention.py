@@ -133,8 +133,8 @@ def test_a_trace_without_grad_holds_no_image_chunks_and_serves_any_batch(monkeyp
         traced = torch.jit.trace(fast, torch.randn(3, 3, 45, 71), check_trace=False)
         x = torch.randn(2, 3, 45, 71)
         exact = copy.deepcopy(fast).double()(x.double())
-        # SDPA traced, explicit GEMMs eagerly: the traced outputs within float32's rounding of float64's,
-        # bounded by how much this network amplifies rounding (the eager float32 error)
+        # the traced outputs within float32's rounding of float64's, bounded by how much this network
+        # amplifies rounding (the eager float32 error)
         assert_within_low_precision(traced(x), fast(x), exact, torch.float32, [1] * len(exact))
 
 

@@ -1,15 +1,14 @@
 """The run mode's answers in every run of the matrix its docstring writes, read from that docstring."""
-import io
-import warnings
 from typing import Callable, Dict, List, Optional
 
 import pytest
 import torch
-from torch import nn
 
 from mmrmt.models.layers import run_mode
+from helpers.graph_runs import (Recorder, compiled, eager, jit_trace, onnx_dynamo, onnx_torchscript, recorded,
+                                torch_export)
 
-QUESTIONS = ('keeps_autograd', 'traces_plain_ops', 'is_exporting', 'is_compiling', 'chunks_cpu_inference')
+QUESTIONS = ('keeps_autograd', 'chunks_cpu_inference')
 
 
 def documented_matrix() -> Dict[str, Dict[str, str]]:
@@ -32,57 +31,11 @@ def documented_matrix() -> Dict[str, Dict[str, str]]:
     return {row[0]: dict(zip(QUESTIONS, row[1:])) for row in map(cells, lines[rules[1] + 1:rules[2]])}
 
 
-#: The answers of every Recorder forward, in order (a module-level list: torch.export runs a copy of the model).
-ANSWERS: List[dict] = []
-
-
-class Recorder(nn.Module):
-    """Records the run mode's answers in :data:`ANSWERS` in each forward it runs."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(()))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        ANSWERS.append(dict(keeps_autograd=run_mode.keeps_autograd(),
-                            traces_plain_ops=run_mode.traces_plain_ops(),
-                            is_exporting=run_mode.is_exporting(), is_compiling=run_mode.is_compiling(),
-                            chunks_cpu_inference=run_mode.chunks_cpu_inference(x, self.training),
-                            exports_fixed_shapes=run_mode.exports_fixed_shapes(),
-                            autocast_dtype=run_mode.autocast_dtype(x)))
-        return x * self.weight
-
-
-def eager(model: Recorder, x: torch.Tensor) -> None:
-    model(x)
-
-
-def jit_trace(model: Recorder, x: torch.Tensor) -> None:
-    torch.jit.trace(model, x, check_trace=False)
-
-
-def onnx_torchscript(model: Recorder, x: torch.Tensor) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        torch.onnx.export(model, (x, ), io.BytesIO(), dynamo=False)
-
-
-def onnx_dynamo(model: Recorder, x: torch.Tensor) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        torch.onnx.export(model, (x, ), dynamo=True, verbose=False)
-
-
-def torch_export(model: Recorder, x: torch.Tensor) -> None:
-    torch.export.export(model, (x, ))
-
-
-def compiled(model: Recorder, x: torch.Tensor) -> None:
-    torch._dynamo.reset()
-    try:
-        torch.compile(model, backend='eager')(x)  # dynamo's tracing, no code generation
-    finally:
-        torch._dynamo.reset()
+def questions(x: torch.Tensor, training: bool) -> dict:
+    """The run mode's answers in a forward on ``x`` of a module in train mode if ``training``."""
+    return dict(keeps_autograd=run_mode.keeps_autograd(),
+                chunks_cpu_inference=run_mode.chunks_cpu_inference(x, training),
+                autocast_dtype=run_mode.autocast_dtype(x))
 
 
 def off_the_cpu() -> str:
@@ -123,16 +76,11 @@ RUNS = {
 
 
 def answers_of(run: Run, grad: bool, inference_mode: bool, autocast: Optional[torch.dtype]) -> dict:
-    model = Recorder().to(run.device).train(run.training)
-    x = torch.randn(2, 3, device=run.device)
-    ANSWERS.clear()
+    model = Recorder(questions).to(run.device).train(run.training)
     mode = torch.inference_mode() if inference_mode else torch.set_grad_enabled(grad)
     with mode, torch.autocast(autocast_device(run.device), dtype=autocast or torch.bfloat16,
                               enabled=autocast is not None):
-        run.how(model, x)
-    assert len(ANSWERS) >= 1
-    assert all(answers == ANSWERS[0] for answers in ANSWERS)
-    return ANSWERS[0]
+        return recorded(run.how, model, torch.randn(2, 3, device=run.device))
 
 
 def autocast_device(device: str) -> str:
@@ -178,22 +126,6 @@ def check_row(row: str, runs: List[Run], autocast: Optional[torch.dtype]) -> Non
 @pytest.mark.parametrize('row', list(RUNS))
 def test_every_cell_of_the_matrix(row, autocast):
     check_row(row, RUNS[row], autocast)
-
-
-@pytest.mark.parametrize('row', list(RUNS))
-def test_exports_of_fixed_shapes_are_the_exports_inside_their_context(row):
-    """exports_fixed_shapes answers as is_exporting inside fixed_shape_export, and no outside it."""
-    run = RUNS[row][0]
-    outside = answers_of(run, False, False, None)
-    with run_mode.fixed_shape_export():
-        inside = answers_of(run, False, False, None)
-        with run_mode.fixed_shape_export():
-            nested = answers_of(run, False, False, None)
-        assert answers_of(run, False, False, None) == inside, 'a nested context ended the outer one'
-    after = answers_of(run, False, False, None)
-    assert not outside['exports_fixed_shapes'] and not after['exports_fixed_shapes']
-    assert inside['exports_fixed_shapes'] == nested['exports_fixed_shapes'] == inside['is_exporting']
-    assert inside['is_exporting'] == (documented_matrix()[row]['is_exporting'] == 'yes')
 
 
 @pytest.mark.slow

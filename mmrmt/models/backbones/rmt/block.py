@@ -1,5 +1,6 @@
 """RMT's block and stage, as the paper writes them, and the classes of an implementation they are built of."""
-from typing import Callable, NamedTuple, Optional, Sequence, Tuple, Type
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence, Tuple, Type
 
 import torch
 from timm.layers import DropPath
@@ -7,7 +8,7 @@ from torch import nn
 
 from ...layers import build_norm_layer
 from ..base_backbone import call_block
-from .attention import ManhattanSelfAttention
+from ..implementation import BackboneImplementation
 from .depthwise_conv import ChannelsLastDWConv
 from .ffn import ConvFFN
 from .relative_position import ManhattanRelPos
@@ -18,23 +19,20 @@ def layer_scaled(branch: torch.Tensor, gamma: Optional[torch.Tensor]) -> torch.T
     return branch if gamma is None else gamma * branch
 
 
-class Implementation(NamedTuple):
+@dataclass(frozen=True)
+class Implementation(BackboneImplementation):
     """The classes of one implementation of RMT, what its modules build (one row of
-    :data:`.implementations.IMPLEMENTATIONS`).
+    :data:`.implementations.IMPLEMENTATIONS`): ``block`` (built by :class:`RMTStage`) and ``attention``
+    (MaSA, channels-last, built by :class:`RMTBlock` and :class:`.masa_2d.ManhattanSelfAttention2d`), and
 
     Args:
         stem (type): Container of the stem's layers (built by :class:`.backbone.RMT`).
         relpos (type): A stage's relative position, rotary and decay tables
             (built by :class:`RMTStage` and :class:`.masa_2d.ManhattanSelfAttention2d`).
-        block (type): A stage's block (built by :class:`RMTStage`).
-        attention (type): MaSA, channels-last (built by :class:`RMTBlock` and
-            :class:`.masa_2d.ManhattanSelfAttention2d`).
         ffn (type): A block's FFN (built by :class:`RMTBlock`).
     """
     stem: Type[nn.Sequential]
     relpos: Type[ManhattanRelPos]
-    block: Type['RMTBlock']
-    attention: Type[ManhattanSelfAttention]
     ffn: Type[ConvFFN]
 
 

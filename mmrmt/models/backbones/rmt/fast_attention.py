@@ -76,16 +76,13 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
 
         With autograd, and for sequences over ``explicit_max_len`` tokens,
         SDPA's fused kernel (its backward recomputes the attention instead of
-        keeping it), explicit products where that kernel cannot run under the
-        kernel set in force (see :mod:`...layers.fused_attention`). Without
-        autograd, shorter sequences are attended with batched GEMMs and an
-        in-place softmax, a few images at a time so that the logits stay
-        under ``explicit_logits_bytes``: at such lengths the fused kernel's
-        per-block work costs more than the whole product. Traced (FLOP
-        counting), it is always the SDPA op where that kernel runs.
+        keeping it). Without autograd, shorter sequences are attended with
+        batched GEMMs and an in-place softmax, a few images at a time so that
+        the logits stay under ``explicit_logits_bytes``: at such lengths the
+        fused kernel's per-block work costs more than the whole product.
         """
         batch, heads, length, _ = q.shape
-        if run_mode.keeps_autograd() or run_mode.traces_plain_ops() or length > self.explicit_max_len:
+        if run_mode.keeps_autograd() or length > self.explicit_max_len:
             return scaled_dot_product_attention(q, k, v, mask, self.scale)
         out = v.new_empty(v.shape)
         score_size = torch.promote_types(q.dtype, torch.float32).itemsize

@@ -72,7 +72,7 @@ class FastConvFFN(ConvFFN):
     def forward(self, x: torch.Tensor, norm: Optional[nn.LayerNorm] = None) -> torch.Tensor:
         """The FFN of ``norm(x)`` (of ``x`` if ``norm`` is None)."""
         hidden, = norm_then_project(x, norm, [(self.fc1.weight, self.fc1.bias)])
-        if run_mode.keeps_autograd() and not run_mode.traces_plain_ops():
+        if run_mode.keeps_autograd():
             return _GeluConvProjection.apply(hidden, self.dwconv.residual_weight(), self.dwconv.conv.bias,
                                              self.fc2.weight, self.fc2.bias, self.dwconv.conv.padding[0])
         return self.fc2(self.dwconv.forward_residual(torch.ops.aten.gelu_(hidden)))

@@ -109,9 +109,8 @@ class FastManhattanRelPos(ManhattanRelPos):
         self._cache.move_to_end(key)
         return tables
 
+    @torch.compiler.assume_constant_result  # dynamo calls it as it traces, keeping the answer: no graph branch
     def _cache_is_stale(self) -> bool:
-        if run_mode.is_compiling():  # dynamo (torch.compile) would break its graph on the comparison
-            return False
         if self._cache_source is None:
             return True
         return not all(old.dtype == new.dtype and old.device == new.device and old.shape == new.shape

@@ -7,9 +7,10 @@ one row of :data:`IMPLEMENTATIONS`, a :class:`.block.Implementation`: every
 class that differs between the two, which :class:`.backbone.RMT` (the stem),
 its stages (relative position, blocks), their blocks (MaSA, FFN) and
 :class:`.masa_2d.ManhattanSelfAttention2d` (relative position, MaSA) build.
-A third row, the fast one with its relative position and MaSA in graph
-form, is the deployment side's (``mmrmt.deployment.export``): it takes the
-fast row's place in a built model for an export, and is no ``impl``.
+Two more rows are the deployment side's (``mmrmt.deployment.export``), and
+no ``impl``: the fast one with its relative position and MaSA in graph
+form takes the fast row's place in a built model for an export, and the
+fast one with its MaSA in plain torch ops for a FLOP count.
 """
 from typing import Dict
 
