@@ -160,7 +160,8 @@ def test_fast_path_under_bf16_autocast_is_finite_and_close(monkeypatch, attended
     """Eval, no autograd: the outputs within bfloat16's rounding of the reference's in float64, with the
     attention core in bfloat16 (as on AMX tiles; short sequences with float32 scores) or in float32, short
     sequences through explicit GEMMs or (``explicit_max_len`` 16: the 18-token rows) fused."""
-    monkeypatch.setitem(fused_attention.CPU_ATTENTION_DTYPES, torch.bfloat16, attended_in)
+    for dtypes in fused_attention.CPU_ATTENTION_DTYPES:
+        monkeypatch.setitem(dtypes, torch.bfloat16, attended_in)
     monkeypatch.setattr(FastManhattanSelfAttention, 'explicit_max_len', explicit_max_len)
     fast, reference = backbone_pair()
     fast.eval(), reference.eval()
@@ -187,7 +188,8 @@ def test_fast_backbone_trains_under_bf16_autocast():
 def test_fast_attention_trains_under_bf16_autocast(monkeypatch, decomposed, attended_in):
     """Output and gradients within bfloat16's rounding of the reference's in float64, with the attention
     core in bfloat16 (as on AMX tiles) or in float32 (other CPUs; AMX under a kernel set below AVX-512)."""
-    monkeypatch.setitem(fused_attention.CPU_ATTENTION_DTYPES, torch.bfloat16, attended_in)
+    for dtypes in fused_attention.CPU_ATTENTION_DTYPES:
+        monkeypatch.setitem(dtypes, torch.bfloat16, attended_in)
     fast, reference, relpos = attention_pair(decomposed)
     x, weights = torch.randn(2, 9, 11, 32), torch.randn(2, 9, 11, 32)
 

@@ -31,22 +31,31 @@ def test_amx_tiles_are_used_only_with_the_flags_for_the_dtype_and_avx512_kernels
     assert uses_amx_tiles(dtype, flags, capability) is tiles
 
 
-@pytest.mark.parametrize('flags,capability,bf16,fp16', [
-    (SAPPHIRE_RAPIDS, 'AVX512', torch.bfloat16, torch.float32),
-    (SAPPHIRE_RAPIDS, 'AVX2', torch.float32, torch.float32),  # never the kernel that raises
-    (GRANITE_RAPIDS, 'AVX512', torch.bfloat16, torch.float16),
-    (ZEN4, 'AVX512', torch.float32, torch.float32),
-    (ZEN3, 'DEFAULT', torch.float32, torch.float32),
+@pytest.mark.parametrize('flags,capability,backward,bf16,fp16', [
+    (SAPPHIRE_RAPIDS, 'AVX512', True, torch.bfloat16, torch.float32),
+    (SAPPHIRE_RAPIDS, 'AVX512', False, torch.bfloat16, torch.float16),
+    (SAPPHIRE_RAPIDS, 'AVX2', True, torch.float32, torch.float32),  # never the kernel that raises
+    (SAPPHIRE_RAPIDS, 'AVX2', False, torch.float32, torch.float16),
+    (GRANITE_RAPIDS, 'AVX512', True, torch.bfloat16, torch.float16),
+    (GRANITE_RAPIDS, 'DEFAULT', False, torch.float32, torch.float32),
+    (ZEN4, 'AVX512', True, torch.float32, torch.float32),  # the slower half-precision backward
+    (ZEN4, 'AVX512', False, torch.bfloat16, torch.float16),
+    (ZEN3, 'DEFAULT', False, torch.bfloat16, torch.float16),
 ])
-def test_half_precision_attends_in_float32_unless_on_tiles(flags, capability, bf16, fp16):
-    assert cpu_attention_dtypes(flags, capability) == {torch.bfloat16: bf16, torch.float16: fp16}
+def test_half_precision_attends_in_float32_where_its_kernel_raises_or_its_backward_is_slower(
+        flags, capability, backward, bf16, fp16):
+    assert cpu_attention_dtypes(flags, capability, backward) == {torch.bfloat16: bf16, torch.float16: fp16}
 
 
 def test_this_process_reads_this_cpu_and_kernel_set_once_and_other_devices_keep_their_dtype():
-    assert CPU_ATTENTION_DTYPES == cpu_attention_dtypes(cpu_features().flags, torch.backends.cpu.get_cpu_capability())
-    for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
-        assert attention_dtype(torch.empty(0, dtype=dtype)) == CPU_ATTENTION_DTYPES.get(dtype, dtype)
-        assert attention_dtype(torch.empty(0, dtype=dtype, device='meta')) == dtype
+    flags, capability = cpu_features().flags, torch.backends.cpu.get_cpu_capability()
+    for backward in (False, True):
+        dtypes = cpu_attention_dtypes(flags, capability, backward)
+        assert CPU_ATTENTION_DTYPES[backward] == dtypes
+        with torch.set_grad_enabled(backward):
+            for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+                assert attention_dtype(torch.empty(0, dtype=dtype)) == dtypes.get(dtype, dtype)
+                assert attention_dtype(torch.empty(0, dtype=dtype, device='meta')) == dtype
 
 
 def qkv(dtype, length=70, keys=66):
@@ -68,7 +77,8 @@ def results(dtype, weights):
 def test_bf16_operands_in_either_dtype_within_bf16_rounding(monkeypatch, attended_in):
     """Forward and backward of bf16 operands, attended in bf16 (AMX tiles) or float32 (elsewhere), each
     within bfloat16's rounding of float64 given float32's error, returned in bf16."""
-    monkeypatch.setitem(fused_attention.CPU_ATTENTION_DTYPES, torch.bfloat16, attended_in)
+    for dtypes in fused_attention.CPU_ATTENTION_DTYPES:
+        monkeypatch.setitem(dtypes, torch.bfloat16, attended_in)
     weights = torch.randn(2, 3, 70, 16)
     low = results(torch.bfloat16, weights)
     assert all(t.dtype == torch.bfloat16 for t in low)

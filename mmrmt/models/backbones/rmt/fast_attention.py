@@ -33,9 +33,11 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
     (it recomputes attention in backward instead of storing it); without
     autograd, short sequences with batched GEMMs (see :meth:`_attend`).
     From v and the rotary on, attention and the LCE compute in
-    :func:`...layers.fused_attention.attention_dtype` (half precision on the
-    CPU in float32 unless on AMX tiles; q and k converted in the pass that
-    lays them out). Same arguments and parameters as the reference.
+    :func:`...layers.fused_attention.attention_dtype` (with autograd, half
+    precision on the CPU in float32 unless on AMX tiles: there torch's fused
+    backward and the depthwise conv's are the faster; q and k converted in
+    the pass that lays them out). Same arguments and parameters as the
+    reference.
     """
 
     #: Longest sequence attended with explicit GEMMs at inference, and the
