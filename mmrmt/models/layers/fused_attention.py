@@ -4,9 +4,9 @@ On the CPU, torch's fused attention (``F.scaled_dot_product_attention``)
 runs half-precision operands on the AMX tiles where oneDNN finds them for
 their dtype (``amx_bf16``, ``amx_fp16``) and ATen's AVX-512 kernels are in
 force; elsewhere its half-precision kernel converts every block through
-float32 buffers, its backward slower than float32 operands cast once
-(docs/benchmark.md), and under a kernel set below AVX-512 on a CPU with the
-tiles it raises (``pack_vnni2 is only supported when avx512 is supported``).
+float32 buffers, its backward slower than float32 operands cast once, and
+under a kernel set below AVX-512 on a CPU with the tiles it raises
+(``pack_vnni2 is only supported when avx512 is supported``).
 So half precision attends on the CPU in float32 with autograd unless the
 tiles are used, and without autograd where the kernel would raise
 (:func:`attention_dtype`), decided once per process from the CPU's flags
