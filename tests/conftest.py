@@ -21,7 +21,8 @@ SLOW_PATHS = ('tools', 'configs', 'test_deployment', 'test_packaging.py')
 NUMERICS_FILES = tuple(f'test_models/test_backbones/test_{name}.py' for name in (
     'autocast_precision', 'rmt_attention', 'rmt_attention_maps', 'rmt_ffn', 'rmt_masa_2d', 'rest_fast', 'resmlp',
     'upstream_golden')) + (
-    'test_models/test_layers/test_norm_projection.py', 'test_deployment/test_export/test_query_runs.py',
+    'test_models/test_layers/test_norm_projection.py', 'test_models/test_layers/test_fused_attention.py',
+    'test_deployment/test_export/test_query_runs.py',
     'test_models/test_classifiers/test_classifier_golden.py', 'test_deployment/test_export/test_export_forms.py',
     'test_cuda/test_cuda_backbones.py')
 

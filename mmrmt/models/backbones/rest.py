@@ -20,6 +20,7 @@ from torch import nn
 
 from mmrmt.registry import register_backbone
 from ..layers import build_norm_layer, in_image_chunks, norm_then_project, run_mode
+from ..layers.fused_attention import scaled_dot_product_attention
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone, call_block
@@ -213,8 +214,8 @@ class FastEfficientMultiHeadAttention(EfficientMultiHeadAttention):
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The heads' attention of (B, N, n, d) ``q`` over (B, N', n, d) ``k`` and ``v``; (B, N, n, d)."""
         if self.num_heads == 1:
-            return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-                                                  ).transpose(1, 2)
+            return scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+                                                ).transpose(1, 2)
         return mixed_head_attention(q, k, v, self.transform_conv.weight, self.transform_conv.bias, self.scale)
 
 

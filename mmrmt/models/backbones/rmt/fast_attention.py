@@ -2,11 +2,12 @@
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ...layers import norm_then_project, run_mode
+from ...layers.fused_attention import attention_dtype, scaled_dot_product_attention
 from .attention import ManhattanSelfAttention
+from .depthwise_conv import depthwise_conv_channels_last
 from .fast_relative_position import FastManhattanRelPos, FastTables, rotate_qk
 
 
@@ -31,7 +32,12 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
     ``scaled_dot_product_attention`` with the log-decay as its additive mask
     (it recomputes attention in backward instead of storing it); without
     autograd, short sequences with batched GEMMs (see :meth:`_attend`).
-    Same arguments and parameters as the reference.
+    From v and the rotary on, attention and the LCE compute in
+    :func:`...layers.fused_attention.attention_dtype` (with autograd, half
+    precision on the CPU in float32 unless on AMX tiles: there torch's fused
+    backward and the depthwise conv's are the faster; q and k converted in
+    the pass that lays them out). Same arguments and parameters as the
+    reference.
     """
 
     #: Longest sequence attended with explicit GEMMs at inference, and the
@@ -50,16 +56,20 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         qk_bias = torch.cat((self.q_proj.bias, self.k_proj.bias))
         qk, v = norm_then_project(x, norm, [(qk_weight, qk_bias), (self.v_proj.weight, self.v_proj.bias)])
         qk = qk.view(batch, height, width, 2, self.num_heads, self.head_dims)
-        context = self.lepe(v)
-        v = v.view(batch, height, width, self.num_heads, self.head_dims)
-        tables = relpos.fast_tables(height, width, self.decomposed, qk.dtype)
-        if self.decomposed:
-            out = self._fast_decomposed(qk, v, tables)
-        else:
-            out = self._fast_full(qk, v, tables)
-        # Summed into the LCE output's own dense tensor (the conv's backward
-        # does not need its output): no merged-heads copy, no new tensor.
-        merged = context.contiguous().view(out.shape).add_(out)
+        dtype = attention_dtype(qk)
+        tables = relpos.fast_tables(height, width, self.decomposed, dtype)
+        with torch.autocast(x.device.type, enabled=False):  # the core and the LCE in ``dtype``, not autocast's
+            v = v.to(dtype)
+            conv = self.lepe.conv
+            context = depthwise_conv_channels_last(v, conv.weight.to(dtype), conv.bias.to(dtype), conv.padding[0])
+            v = v.view(batch, height, width, self.num_heads, self.head_dims)
+            if self.decomposed:
+                out = self._fast_decomposed(qk, v, tables)
+            else:
+                out = self._fast_full(qk, v, tables)
+            # Summed into the LCE output's own dense tensor (the conv's backward
+            # does not need its output): no merged-heads copy, no new tensor.
+            merged = context.contiguous().view(out.shape).add_(out)
         return self.out_proj(merged.view(batch, height, width, channels))
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -75,14 +85,27 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         """
         batch, heads, length, _ = q.shape
         if run_mode.keeps_autograd() or length > self.explicit_max_len:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+            return scaled_dot_product_attention(q, k, v, mask, self.scale)
         out = v.new_empty(v.shape)
-        step = max(1, self.explicit_logits_bytes // (heads * length * length * q.element_size()))
+        score_size = torch.promote_types(q.dtype, torch.float32).itemsize
+        step = max(1, self.explicit_logits_bytes // (heads * length * length * score_size))
         for start in range(0, batch, step):
             part = slice(start, start + step)
             logits = torch.matmul(q[part], k[part].transpose(-1, -2))
-            torch.matmul(softmax_(logits.mul_(self.scale).add_(mask[part])), v[part], out=out[part])
+            torch.matmul(self._weights(logits, mask[part]), v[part], out=out[part])
         return out
+
+    def _weights(self, logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``softmax(scale * logits + mask)`` in ``logits``' dtype, in place of float32 or float64 logits.
+
+        Half-precision logits (autocast) are scaled, masked and normalised in
+        float32, as SDPA's kernels do: the mask and the exponentials keep
+        float32's precision, and torch's CPU softmax of short half-precision
+        rows is slower than the float32 one.
+        """
+        if logits.dtype in (torch.float32, torch.float64):
+            return softmax_(logits.mul_(self.scale).add_(mask))
+        return softmax_(logits.float().mul_(self.scale).add_(mask.float())).to(logits.dtype)
 
     def _fast_decomposed(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
         """Rows then columns on one heads-major copy; returns (B, h, w, n, d).

@@ -48,13 +48,21 @@ def rotate_qk(qk: torch.Tensor, tables: FastTables, heads_major: bool) -> torch.
     """The rotary of channels-last (B, h, w, 2, n, d) q and k, in one pass where complex allows.
 
     Returns a dense (2, B, n, h, w, d) tensor if ``heads_major``, else a dense
-    (B, h, w, 2, n, d) one. Same values as :func:`.relative_position.apply_rotary`
-    up to rounding.
+    (B, h, w, 2, n, d) one, in the tables' dtype: half-precision q and k with
+    complex (float32) tables are converted in the pass that lays them out,
+    then rotated in place without autograd. Same values as
+    :func:`.relative_position.apply_rotary` up to rounding.
     """
     if tables.rotation is None:
         if heads_major:
             qk = qk.permute(3, 0, 4, 1, 2, 5).contiguous()
         return apply_rotary_signed(qk, tables.signed_sin, tables.cos)
+    dtype = tables.rotation.real.dtype
+    if qk.dtype != dtype:
+        qk = (qk.permute(3, 0, 4, 1, 2, 5) if heads_major else qk).to(dtype, memory_format=torch.contiguous_format)
+        pairs = torch.view_as_complex(qk.unflatten(-1, (-1, 2)))
+        rotated = pairs * tables.rotation if run_mode.keeps_autograd() else pairs.mul_(tables.rotation)
+        return torch.view_as_real(rotated).flatten(-2)
     pairs = torch.view_as_complex(qk.unflatten(-1, (-1, 2)))
     if heads_major:
         pairs = pairs.permute(3, 0, 4, 1, 2, 5)
