@@ -1,4 +1,4 @@
-"""Runner extensions, registered in mmengine's ``RUNNERS`` and ``HOOKS`` when this
+"""Runner extensions, registered in mmengine's ``RUNNERS``, ``HOOKS`` and ``OPTIM_WRAPPERS`` when this
 package is imported: by the ``custom_imports`` of every mmrmt config
 (``configs/_base_/mmrmt_runtime.py``), whichever launcher reads it, and by the
 tools' layer. ``import mmrmt`` does not import it (it loads mmengine's Runner).
@@ -6,6 +6,8 @@ tools' layer. ``import mmrmt`` does not import it (it loads mmengine's Runner).
 Importing it also guards mmengine's checkpoint loading: no loaded checkpoint
 keeps code in ``meta['config']``, the text mmengine's resume runs (see
 :mod:`.inert_checkpoint_loading`)."""
+from .cpu_amp_optim_wrapper import CPUAmpOptimWrapper
+from .float32_cpu_kernels_hook import Float32CPUKernelsHook
 from .inert_checkpoint_loading import guard_checkpoint_loading
 from .own_checkpoint import own_last_checkpoint
 from .own_work_dir_runner import OwnWorkDirRunner
@@ -15,6 +17,6 @@ from .work_dir_lock import WorkDirBusyError, WorkDirLock, check_work_dir_free
 guard_checkpoint_loading()
 
 __all__ = [
-    'guard_checkpoint_loading', 'own_last_checkpoint', 'OwnWorkDirRunner', 'ResumeRNGHook', 'WorkDirBusyError',
-    'WorkDirLock', 'check_work_dir_free'
+    'CPUAmpOptimWrapper', 'Float32CPUKernelsHook', 'guard_checkpoint_loading', 'own_last_checkpoint',
+    'OwnWorkDirRunner', 'ResumeRNGHook', 'WorkDirBusyError', 'WorkDirLock', 'check_work_dir_free'
 ]

@@ -1,5 +1,5 @@
 """Exported graphs run in onnxruntime or OpenVINO: sessions, predictions, the check against torch, profiles."""
-from .cpu_features import CPUFeatures, cpu_features
+from mmrmt.utils.cpu_features import CPUFeatures, cpu_features
 from .graph_predictor import GraphError, GraphPredictor, evaluate_graph, proposal_feeds
 from .graph_session import (PRECISIONS, RUNTIMES, RuntimeChoiceError, add_runtime_arguments, check_runtime, onnx_graph,
                             open_graph, runtime_label)

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from mmrmt.utils import PreflightError
-from .cpu_features import cpu_features
+from mmrmt.utils.cpu_features import cpu_features
 from .image_chunks import ImageChunkedSession, ImageChunks
 from .onnxruntime_session import onnxruntime_session
 
