@@ -24,7 +24,6 @@ and NMS in float32 (mmrmt.engine.CPUAmpOptimWrapper); refused on other CPUs.
 import argparse
 from typing import Optional, Tuple
 
-import torch
 from mmengine.config import Config
 
 from mmrmt.engine.own_checkpoint import checkpoint_out_dir
@@ -32,7 +31,7 @@ from mmrmt.utils import (add_resume_rng_hook, build_runner, check_dataloader_pat
                          check_not_an_input, check_pretrained_checkpoints, check_run_checkpoint, check_writable,
                          config_model_shapes, dataloader_inputs, latest_checkpoint, load_run_config, parse_launch_args,
                          run_main, run_phase)
-from mmrmt.utils.amp import amp_dtype
+from mmrmt.utils.amp import use_amp_optim_wrapper
 from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
 from mmrmt.utils.run_work_dir import check_no_earlier_run, check_work_dir_unused, use_own_work_dir_runner
 
@@ -76,28 +75,12 @@ def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[s
     return None
 
 
-def use_amp(cfg: Config) -> None:
-    """Train in mixed precision: mmengine's ``AmpOptimWrapper`` (float16, loss-scaled) on CUDA, our
-    ``CPUAmpOptimWrapper`` (bf16 autocast) on a CPU with native bf16.
-
-    Raises:
-        PreflightError: On a CPU without native bf16 (see :func:`amp_dtype`).
-    """
-    device_type = 'cuda' if torch.cuda.is_available() else 'cpu'
-    amp_dtype(device_type)
-    if device_type == 'cuda':
-        cfg.optim_wrapper.type = 'AmpOptimWrapper'
-        cfg.optim_wrapper.loss_scale = cfg.get('amp_loss_scale', 'dynamic')
-    else:
-        cfg.optim_wrapper.type = 'CPUAmpOptimWrapper'
-
-
 def main() -> None:
     args = parse_args()
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
     check_work_dir_unused(cfg.work_dir)
     if args.amp:
-        use_amp(cfg)
+        use_amp_optim_wrapper(cfg)
     if args.auto_scale_lr:
         enable_auto_scale_lr(cfg)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)

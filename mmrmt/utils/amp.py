@@ -3,6 +3,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import torch
+from mmengine.config import Config
 from torch import nn
 
 from mmrmt.amp import float32_cpu_kernels
@@ -29,6 +30,23 @@ def amp_dtype(device_type: str) -> torch.dtype:
                              "torch's bf16 autocast is emulated and slower than float32; run without --amp (or "
                              'on a CUDA device)')
     return torch.bfloat16
+
+
+def use_amp_optim_wrapper(cfg: Config) -> None:
+    """Train ``cfg`` in mixed precision: mmengine's ``AmpOptimWrapper`` (float16, the config's
+    ``amp_loss_scale``, 'dynamic' by default) on CUDA, ``CPUAmpOptimWrapper`` of
+    :mod:`mmrmt.engine` (bf16 autocast, unscaled) on a CPU with native bf16.
+
+    Raises:
+        PreflightError: On a CPU without native bf16 (see :func:`amp_dtype`).
+    """
+    device_type = 'cuda' if torch.cuda.is_available() else 'cpu'
+    amp_dtype(device_type)
+    if device_type == 'cuda':
+        cfg.optim_wrapper.type = 'AmpOptimWrapper'
+        cfg.optim_wrapper.loss_scale = cfg.get('amp_loss_scale', 'dynamic')
+    else:
+        cfg.optim_wrapper.type = 'CPUAmpOptimWrapper'
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""--amp of tools/train.py, tools/test.py and demo/image_demo.py: bf16 autocast on a CPU with native
+"""--amp of tools/train.py, tools/test.py, demo/image_demo.py and tools/misc/demo.py: bf16 autocast on a CPU with native
 bf16 (AVX-512 BF16 or AMX), one line refusing it on other CPUs."""
 import json
 
@@ -21,6 +21,7 @@ NATIVE_BF16_CPU = pytest.mark.skipif(torch.cuda.is_available() or not cpu_featur
     ('train.py', [DET_CONFIG]),
     ('test.py', [DET_CONFIG, 'missing.pth']),
     (IMAGE_DEMO, ['image.jpg', DET_CONFIG, '--device', 'cpu']),
+    ('misc/demo.py', []),
 ])
 def test_amp_is_refused_on_a_cpu_without_native_bf16(tool, args, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: ZEN3)
