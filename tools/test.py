@@ -5,7 +5,7 @@ One tool for MMDetection and MMSegmentation configs; the config's
 bbox/segm mAP (CocoMetric) for detection, mIoU (IoUMetric) for segmentation.
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE_OR_DIR]
-                         [--force] [--show-dir DIR] [--tta] [--allow-partial-load]
+                         [--force] [--show-dir DIR] [--tta] [--amp] [--allow-partial-load]
                          [--cfg-options KEY=VALUE ...] [--launcher pytorch]
 
 Before the run starts it checks the config, the data paths, that the work dir,
@@ -23,16 +23,20 @@ segmentation writes the predicted label maps as PNGs into the folder
 (mmseg's IoUMetric ``output_dir``).
 ``--show-dir``: detection writes one painted image per test image into the
 folder; segmentation writes them to ``DIR/vis_data/vis_image/`` (mmseg's layout).
+``--amp``: the test forward in float16 autocast on CUDA, in bf16 autocast on a CPU with native
+bf16 (AVX-512 BF16 or AMX), mmcv's float32-only RoIAlign and NMS in float32; refused on other CPUs.
 """
 import argparse
 import os.path as osp
 from contextlib import nullcontext
 
+import torch
 from mmengine.config import Config
 
 from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files, check_new_file,
                          check_not_an_input, check_run_checkpoint, check_writable, config_model_shapes,
                          dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase)
+from mmrmt.utils.amp import amp_dtype
 from mmrmt.utils.output_claim import claimed
 from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 from mmrmt.utils.test_time_aug import use_test_time_aug
@@ -54,6 +58,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--tta', action='store_true',
                         help="test-time augmentation: the config's tta_pipeline views (scales, "
                         'flips) merged by its tta_model')
+    parser.add_argument('--amp', action='store_true',
+                        help='automatic mixed precision: float16 on CUDA, bf16 on a CPU with AVX-512 BF16 or AMX')
     return parse_launch_args(parser)
 
 
@@ -76,11 +82,25 @@ def enable_visualization(cfg: Config, args: argparse.Namespace) -> None:
         cfg.visualizer.save_dir = args.show_dir
 
 
+def use_amp(cfg: Config) -> None:
+    """Test in mixed precision: mmengine's test loop autocasts (``test_cfg.fp16``), and
+    :class:`~mmrmt.engine.Float32CPUKernelsHook` keeps mmcv's float32-only CPU kernels in float32.
+
+    Raises:
+        PreflightError: On a CPU without native bf16 (see :func:`amp_dtype`).
+    """
+    amp_dtype('cuda' if torch.cuda.is_available() else 'cpu')
+    cfg.test_cfg.fp16 = True
+    cfg.custom_hooks = [*(cfg.get('custom_hooks') or []), dict(type='Float32CPUKernelsHook')]
+
+
 def main() -> None:
     args = parse_args()
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
     if args.tta:
         use_test_time_aug(cfg)
+    if args.amp:
+        use_amp(cfg)
     inputs = [('the checkpoint', args.checkpoint), ('the config', args.config),
               *dataloader_inputs(cfg, ['test_dataloader'])]
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)

@@ -16,18 +16,22 @@ checkpoint the run starts from: readable, a training checkpoint for
 ``--allow-partial-load``); that a run without ``--resume`` would overwrite
 no earlier run's checkpoints in the work dir; ``--cfg-options`` keys and values, and that the
 model builds. Each problem ends the tool with one line, before anything is written.
+
+``--amp``: float16 with loss scaling on CUDA (mmengine's AmpOptimWrapper); on a CPU with native
+bf16 (AVX-512 BF16 or AMX) the forward and loss in bf16 autocast, mmcv's float32-only RoIAlign
+and NMS in float32 (mmrmt.engine.CPUAmpOptimWrapper); refused on other CPUs.
 """
 import argparse
 from typing import Optional, Tuple
 
-import torch
 from mmengine.config import Config
 
 from mmrmt.engine.own_checkpoint import checkpoint_out_dir
-from mmrmt.utils import (PreflightError, add_resume_rng_hook, build_runner, check_dataloader_paths,
-                         check_evaluator_files, check_not_an_input, check_pretrained_checkpoints, check_run_checkpoint,
-                         check_writable, config_model_shapes, dataloader_inputs, latest_checkpoint, load_run_config,
-                         parse_launch_args, run_main, run_phase)
+from mmrmt.utils import (add_resume_rng_hook, build_runner, check_dataloader_paths, check_evaluator_files,
+                         check_not_an_input, check_pretrained_checkpoints, check_run_checkpoint, check_writable,
+                         config_model_shapes, dataloader_inputs, latest_checkpoint, load_run_config, parse_launch_args,
+                         run_main, run_phase)
+from mmrmt.utils.amp import use_amp_optim_wrapper
 from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
 from mmrmt.utils.run_work_dir import check_no_earlier_run, check_work_dir_unused, use_own_work_dir_runner
 
@@ -42,8 +46,9 @@ def parse_args() -> argparse.Namespace:
         'checkpoint in the work dir')
     parser.add_argument(
         '--amp', action='store_true',
-        help="automatic mixed precision (float16; needs CUDA) with the config's amp_loss_scale: "
-        "a number for a static loss scale, 'dynamic' (the default) for dynamic loss scaling")
+        help="automatic mixed precision: on CUDA float16 with the config's amp_loss_scale (a number "
+        "for a static loss scale, 'dynamic' (the default) for dynamic loss scaling); on a CPU with "
+        'native bf16 (AVX-512 BF16 or AMX) bf16 autocast, unscaled')
     parser.add_argument(
         '--auto-scale-lr', action='store_true',
         help='scale the learning rate by the batch size of the run over the '
@@ -75,10 +80,7 @@ def main() -> None:
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
     check_work_dir_unused(cfg.work_dir)
     if args.amp:
-        if not torch.cuda.is_available():
-            raise PreflightError('--amp needs a CUDA device; train without --amp on the CPU')
-        cfg.optim_wrapper.type = 'AmpOptimWrapper'
-        cfg.optim_wrapper.loss_scale = cfg.get('amp_loss_scale', 'dynamic')
+        use_amp_optim_wrapper(cfg)
     if args.auto_scale_lr:
         enable_auto_scale_lr(cfg)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)

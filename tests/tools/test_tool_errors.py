@@ -61,13 +61,6 @@ def test_missing_checkpoint(tool, args, expected, tmp_path, monkeypatch, capsys)
     assert not (tmp_path / 'w').exists()
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason='--amp runs where CUDA is available')
-def test_amp_is_refused_without_cuda(tmp_path, monkeypatch, capsys):
-    message = exit_message('train.py', [DET_CONFIG, '--work-dir', tmp_path / 'w', '--amp'],
-                           monkeypatch, capsys)
-    assert message == 'error: --amp needs a CUDA device; train without --amp on the CPU'
-
-
 @pytest.fixture(scope='module')
 def bad_checkpoints(det_work_dir, tmp_path_factory):
     """Files that are not usable checkpoints, as users meet them."""

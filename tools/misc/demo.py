@@ -9,7 +9,10 @@
    the picture and the predictions' JSON file are.
 
     python tools/misc/demo.py [--work-dir work_dirs/demo] [--score-thr 0.5]
-                              [--threads 1] [--cfg-options KEY=VALUE ...]
+                              [--threads 1] [--amp] [--cfg-options KEY=VALUE ...]
+
+``--amp`` trains as ``tools/train.py --amp`` does (bf16 autocast on a CPU with native bf16);
+the evaluation and the picture stay float32.
 """
 import argparse
 import json
@@ -25,6 +28,7 @@ from mmengine.runner import find_latest_checkpoint
 from mmrmt.apis import build_inferencer, output_files, predict_images
 from mmrmt.datasets import make_demo_data
 from mmrmt.utils import add_cfg_options, build_runner, load_run_config, run_main, run_phase
+from mmrmt.utils.amp import use_amp_optim_wrapper
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'configs' / 'demo' / 'mask-rcnn_rmt-t_fpn_demo.py'
@@ -91,6 +95,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--threads', type=int, default=1,
                         help='compute threads; one keeps a shared 2-core machine responsive, '
                         'more help on an idle machine with more cores')
+    parser.add_argument('--amp', action='store_true',
+                        help='train in mixed precision, as tools/train.py --amp (bf16 on a CPU with '
+                        'AVX-512 BF16 or AMX)')
     add_cfg_options(parser, example='train_cfg.max_iters=50')
     return parser.parse_args()
 
@@ -100,6 +107,8 @@ def main(args: Optional[argparse.Namespace] = None) -> None:
     sys.stdout.reconfigure(line_buffering=True)  # progress shows up at once, even piped
     torch.set_num_threads(args.threads)
     cfg = load_run_config(str(CONFIG), args.cfg_options, work_dir=args.work_dir)
+    if args.amp:
+        use_amp_optim_wrapper(cfg)
     print(f'[demo] demo data: {DATA_ROOT}')
     make_demo_data(str(DATA_ROOT))
 

@@ -1,9 +1,9 @@
 """A model in tensor mode exported to ONNX, with the export forms of our backbones and exact ones of mmdet's layers;
 the traced forms of our backbones for a FLOP count."""
+from mmrmt.amp import float32_roi_pooling
 from .backbone_forms import EXPORT_FORMS, TRACED_FORMS, export_implementation, traced_implementation
 from .export_forms import exact_roi_min_side, export_forms
 from .fixed_shapes import exports_fixed_shapes, fixed_shape_export, is_exporting
-from .float32_roi_pooling import float32_roi_pooling
 from .image_scan import graph_inputs, scan_over_images
 from .onnx_export import EXPORTERS, check_opset, export_onnx
 from .tensor_mode import MIN_DYNAMIC_SIZE, TensorModeModel, random_proposals

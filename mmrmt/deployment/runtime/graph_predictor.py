@@ -5,13 +5,13 @@ the heads' raw maps); everything around it -- normalising and padding the
 images, decoding boxes, NMS, pasting masks, resizing to the original image
 -- stays the model's own code: :class:`GraphPredictor` runs the built
 model's ``predict`` with its feature extractor and heads' forwards answered
-by the graph. A two-stage graph is cut in two in memory (:func:`split_two_stage`):
+by the graph. A two-stage graph is cut in two in memory (:class:`.TwoStageSessions`):
 image -> RPN maps and the neck's features, then features and boxes -> RoI
 head outputs, so that the RoI part runs on the RPN's proposals, then on
-the detections for their masks, as mmdet's ``StandardRoIHead.predict`` does.
+the detections for their masks, as mmdet's ``StandardRoIHead.predict`` does (and always in f32).
 """
 from contextlib import contextmanager
-from typing import Dict, Iterator, List, NamedTuple, Optional, Set, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional
 
 import numpy as np
 import torch
@@ -20,6 +20,7 @@ from torch import nn
 from ..export.tensor_mode import TensorModeModel
 from .graph_session import open_graph
 from .onnxruntime_session import shape_mismatch
+from .two_stage import TwoStageSessions
 
 
 class GraphError(ValueError):
@@ -38,41 +39,6 @@ class GraphOutputs(NamedTuple):
                 first, _, second = name[len(prefix) + 1:].partition('_')
                 groups.setdefault(int(first), {})[int(second or 0)] = tensor
         return [[group[j] for j in sorted(group)] for _, group in sorted(groups.items())]
-
-
-def downstream_of(graph, name: str) -> Set[str]:
-    """The outputs of every node that depends on the tensor ``name``."""
-    reached, found = {name}, set()
-    for node in graph.node:  # ONNX nodes are topologically sorted
-        if reached.intersection(node.input):
-            reached.update(node.output)
-            found.update(node.output)
-    return found
-
-
-def split_two_stage(model_proto) -> Tuple[bytes, bytes, List[str]]:
-    """The image part (image -> rpn_* and the cut tensors) and the RoI part (the cut tensors
-    and proposals -> roi_*) of a two-stage graph, serialised, and the cut tensors' names."""
-    from onnx import TensorProto
-    from onnx.helper import make_tensor_value_info
-    from onnx.utils import Extractor
-    graph = model_proto.graph
-    of_proposals = downstream_of(graph, 'proposals')
-    of_image = downstream_of(graph, 'image') | {'image'}
-    cut = []
-    for node in graph.node:
-        if set(node.output) & of_proposals:
-            cut += [name for name in node.input if name in of_image and name not in of_proposals
-                    and name not in cut]
-    known = {value.name for value in graph.value_info}
-    # the cut tensors are features (float); shape inference leaves some of them without a type
-    graph.value_info.extend(make_tensor_value_info(name, TensorProto.FLOAT, None)
-                            for name in cut if name not in known)
-    outputs = [value.name for value in graph.output]
-    extractor = Extractor(model_proto)
-    image_part = extractor.extract_model(['image'], [name for name in outputs if name.startswith('rpn_')] + cut)
-    roi_part = extractor.extract_model(cut + ['proposals'], [name for name in outputs if name.startswith('roi_')])
-    return image_part.SerializeToString(), roi_part.SerializeToString(), cut
 
 
 class GraphPredictor:
@@ -113,11 +79,9 @@ class GraphPredictor:
                 raise GraphError(f'{type(model.roi_head).__name__} is not evaluated from a graph: '
                                  'its graph lacks the boxes its stages refine; only StandardRoIHead '
                                  'two-stage detectors, single-stage detectors and segmentors')
-            image_part, roi_part, self.cut = split_two_stage(proto)
-            self.image_session = open_graph(image_part, runtime, precision, threads)
-            cut_shapes = {port.name: [size if isinstance(size, int) else None for size in port.shape]
-                          for port in self.image_session.get_outputs() if port.name in self.cut}
-            self.roi_session = open_graph(roi_part, runtime, precision, threads, cut_shapes)
+            sessions = TwoStageSessions(proto, precision, lambda part, part_precision, shapes:
+                                        open_graph(part, runtime, part_precision, threads, shapes))
+            self.image_session, self.roi_session, self.cut = sessions.image_session, sessions.roi_session, sessions.cut
         else:
             self.image_session = open_graph(path, runtime, precision, threads)
             self.roi_session = None

@@ -28,10 +28,11 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
+from mmrmt.cpu_features import cpu_features
 from mmrmt.utils import PreflightError
-from .cpu_features import cpu_features
 from .image_chunks import ImageChunkedSession, ImageChunks
 from .onnxruntime_session import onnxruntime_session
+from .two_stage import ROI_PRECISION, TwoStageSessions, is_two_stage
 
 RUNTIMES = ('onnxruntime', 'openvino')
 PRECISIONS = ('f32', 'bf16')
@@ -172,19 +173,38 @@ class OpenVINOSession:
         return [np.array(results[port]) for port in wanted]
 
 
+def open_session(path_or_bytes: Union[str, bytes], runtime: str = 'onnxruntime', precision: str = 'f32',
+                 threads: Optional[int] = None, input_shapes: Optional[Dict[str, Sequence[Optional[int]]]] = None):
+    """The runtime's own session of ``path_or_bytes`` at ``precision`` (checked by :func:`check_runtime`):
+    an onnxruntime session (:func:`.onnxruntime_session`) or an :class:`OpenVINOSession` (which gives
+    inputs without a rank their ``input_shapes``; onnxruntime runs such inputs as they come)."""
+    check_runtime(runtime, precision)
+    if runtime == 'onnxruntime':
+        return onnxruntime_session(path_or_bytes, threads)
+    return OpenVINOSession(path_or_bytes, precision, threads, input_shapes)
+
+
 def open_graph(path_or_bytes: Union[str, bytes], runtime: str = 'onnxruntime', precision: str = 'f32',
                threads: Optional[int] = None,
                input_shapes: Optional[Dict[str, Sequence[Optional[int]]]] = None) -> ImageChunkedSession:
-    """``path_or_bytes`` opened in ``runtime`` at ``precision`` (checked by :func:`check_runtime`):
-    an onnxruntime session (:func:`.onnxruntime_session`) or an :class:`OpenVINOSession` (which
-    gives inputs without a rank their ``input_shapes``; onnxruntime runs such inputs as they come),
-    its batches run a few images at a time where the batch is dynamic (its ``session``: the runtime's)."""
+    """``path_or_bytes`` opened in ``runtime`` at ``precision`` (:func:`open_session`), its batches run
+    a few images at a time where the batch is dynamic (its ``session``: the runtime's). A two-stage
+    detector's graph at a precision other than f32 runs its RoI part in f32
+    (:class:`.TwoStageSessions`): bf16 would round the boxes' coordinates."""
     check_runtime(runtime, precision)
-    if runtime == 'onnxruntime':
-        session = onnxruntime_session(path_or_bytes, threads)
+    graph = onnx_graph(path_or_bytes)
+    if precision != ROI_PRECISION and graph is not None and is_two_stage(graph):
+        session = TwoStageSessions(onnx_model(path_or_bytes), precision, lambda part, part_precision, shapes:
+                                   open_session(part, runtime, part_precision, threads, shapes))
     else:
-        session = OpenVINOSession(path_or_bytes, precision, threads, input_shapes)
-    return ImageChunkedSession(session, ImageChunks(onnx_graph(path_or_bytes)))
+        session = open_session(path_or_bytes, runtime, precision, threads, input_shapes)
+    return ImageChunkedSession(session, ImageChunks(graph))
+
+
+def onnx_model(path_or_bytes: Union[str, bytes]):
+    """The ONNX model of a file or serialised model, its weights included."""
+    import onnx
+    return onnx.load_from_string(path_or_bytes) if isinstance(path_or_bytes, bytes) else onnx.load(path_or_bytes)
 
 
 def onnx_graph(path_or_bytes: Union[str, bytes]):

@@ -1,5 +1,5 @@
-"""mmrmt.deployment.runtime.cpu_features reads the flags that decide int8's and bf16's worth from /proc/cpuinfo text."""
-from mmrmt.deployment.runtime.cpu_features import cpu_features, parse_cpuinfo
+"""mmrmt.cpu_features reads the flags that decide int8's and bf16's worth from /proc/cpuinfo text."""
+from mmrmt.cpu_features import cpu_features, parse_cpuinfo
 
 
 def cpuinfo(model: str, flags: str, processors: int = 2) -> str:

@@ -1,0 +1,66 @@
+"""--amp of tools/train.py, tools/test.py, demo/image_demo.py and tools/misc/demo.py: bf16 autocast on a CPU with native
+bf16 (AVX-512 BF16 or AMX), one line refusing it on other CPUs."""
+import json
+
+import pytest
+import torch
+
+from mmrmt.cpu_features import CPUFeatures, cpu_features
+from tool_process import DET_CONFIG, check_ok, det_data_options, exit_message, load_checkpoint, metric, run_tool
+
+IMAGE_DEMO = '../demo/image_demo.py'  # run_tool runs scripts relative to tools/
+ZEN3 = CPUFeatures('AMD Ryzen 9 5950X 16-Core Processor', frozenset({'avx', 'avx2', 'fma'}))
+REFUSAL = ("error: --amp on the CPU: this CPU (AMD Ryzen 9 5950X 16-Core Processor) has no AVX-512 BF16 or AMX, "
+           "where torch's bf16 autocast is emulated and slower than float32; run without --amp (or on a CUDA "
+           'device)')
+NATIVE_BF16_CPU = pytest.mark.skipif(torch.cuda.is_available() or not cpu_features().bf16,
+                                     reason='--amp trains in bf16 on the CPU where it has native bf16 and no CUDA')
+
+
+@pytest.mark.parametrize('tool,args', [
+    ('train.py', [DET_CONFIG]),
+    ('test.py', [DET_CONFIG, 'missing.pth']),
+    (IMAGE_DEMO, ['image.jpg', DET_CONFIG, '--device', 'cpu']),
+    ('misc/demo.py', []),
+])
+def test_amp_is_refused_on_a_cpu_without_native_bf16(tool, args, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: ZEN3)
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    work = ['--out-dir', tmp_path / 'w'] if tool == IMAGE_DEMO else ['--work-dir', tmp_path / 'w']
+    assert exit_message(tool, [*args, *work, '--amp'], monkeypatch, capsys) == REFUSAL
+    assert not (tmp_path / 'w').exists()
+
+
+@pytest.fixture(scope='module')
+def amp_work_dir(demo_root, tmp_path_factory):
+    """A 4-iteration detection run with --amp (checkpoints at 2 and 4), no validation."""
+    work_dir = tmp_path_factory.mktemp('amp_train')
+    check_ok(run_tool(['train.py', DET_CONFIG, '--amp', '--work-dir', work_dir, '--cfg-options',
+                       'train_cfg.val_interval=100', *det_data_options(demo_root)]))
+    return work_dir
+
+
+@NATIVE_BF16_CPU
+def test_train_with_amp_on_a_bf16_cpu(amp_work_dir, det_work_dir):
+    checkpoint = load_checkpoint(amp_work_dir / 'iter_4.pth')
+    assert checkpoint['meta']['iter'] == 4 and 'loss_scaler' not in checkpoint['optimizer']
+    config = next(amp_work_dir.glob('*/vis_data/config.py')).read_text()
+    assert "type='CPUAmpOptimWrapper'" in config
+    float32 = load_checkpoint(det_work_dir / 'iter_4.pth')['state_dict']
+    assert checkpoint['state_dict'].keys() == float32.keys()
+    assert all(torch.isfinite(weight).all() for weight in checkpoint['state_dict'].values())
+    scalars = [json.loads(line) for line in next(amp_work_dir.glob('*/vis_data/scalars.json')).read_text().splitlines()]
+    assert all(torch.isfinite(torch.tensor(record['loss'])) for record in scalars if 'loss' in record)
+
+
+@NATIVE_BF16_CPU
+def test_test_and_image_demo_with_amp_on_a_bf16_cpu(amp_work_dir, demo_root, tmp_path):
+    result = run_tool(['test.py', DET_CONFIG, amp_work_dir / 'iter_4.pth', '--amp', '--work-dir', tmp_path / 'w',
+                       '--cfg-options', *det_data_options(demo_root)])
+    check_ok(result)
+    assert 0.0 <= metric(result.stdout, 'coco/bbox_mAP_50') <= 1.0
+    image = sorted((demo_root / 'coco' / 'val').glob('*.jpg'))[0]
+    check_ok(run_tool([IMAGE_DEMO, image, DET_CONFIG, '--weights', amp_work_dir / 'iter_4.pth', '--amp',
+                       '--out-dir', tmp_path / 'out', '--device', 'cpu', '--pred-score-thr', '0']))
+    record = json.loads((tmp_path / 'out' / 'preds' / f'{image.stem}.json').read_text())
+    assert len(record['scores']) == len(record['bboxes']) > 0
