@@ -1,0 +1,37 @@
+"""tools/analysis_tools/compile_report.py: dynamo's graphs of a backbone, the compile time and eager and
+compiled seconds, as a user runs it; --amp bf16 refused in one line on a CPU without native bf16."""
+import re
+
+import torch
+
+from mmrmt.utils.cpu_features import CPUFeatures
+from tool_process import check_ok, exit_message, run_tool
+
+TOOL = 'analysis_tools/compile_report.py'
+
+
+def test_report_of_a_small_backbone():
+    result = run_tool([TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1', '--threads', '1'])
+    check_ok(result)
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith('# rest-lite: batch 1, input 32x32, infer, amp none, threads 1, torch ')
+    graphs = re.fullmatch(r'graphs (\d+), graph breaks (\d+)', lines[1])
+    assert graphs and int(graphs[1]) >= 1 and int(graphs[2]) == len(
+        [line for line in lines if line.startswith('  break: ')])
+    assert any(re.fullmatch(r'compile time -?\d+\.\d s \(first compiled iteration less an eager one\)', line)
+               for line in lines)
+    assert re.fullmatch(r'eager \d+\.\d{3} s, compiled \d+\.\d{3} s: \d+\.\d{2}x \(medians of 1\)', lines[-1])
+
+
+def test_bf16_is_refused_on_a_cpu_without_native_bf16(monkeypatch, capsys):
+    zen3 = CPUFeatures('AMD Ryzen 9 5950X 16-Core Processor', frozenset({'avx2', 'fma'}))
+    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: zen3)
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    message = exit_message(TOOL, ['--backbone', 'rmt-t', '--amp', 'bf16'], monkeypatch, capsys)
+    assert message.startswith('error: --amp on the CPU: this CPU (AMD Ryzen 9 5950X 16-Core Processor) has no '
+                              'AVX-512 BF16 or AMX')
+
+
+def test_unknown_backbone_is_one_line(monkeypatch, capsys):
+    message = exit_message(TOOL, ['--backbone', 'swin-t'], monkeypatch, capsys)
+    assert message.startswith("error: --backbone must be TYPE-ARCH with TYPE in ['resmlp', 'rest', 'rmt']")
