@@ -4,7 +4,7 @@ import re
 
 import torch
 
-from mmrmt.utils.cpu_features import CPUFeatures
+from mmrmt.cpu_features import CPUFeatures
 from tool_process import check_ok, exit_message, run_tool
 
 TOOL = 'analysis_tools/compile_report.py'
