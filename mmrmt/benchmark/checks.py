@@ -33,6 +33,16 @@ def check_backbone(name: str, impls: List[Optional[str]]) -> None:
     check_impls(backbone, impls)
 
 
+def check_threads(threads: Optional[int]) -> None:
+    """Fail unless ``--threads`` is left out (torch's default) or at least 1.
+
+    Raises:
+        PreflightError: One line naming the value.
+    """
+    if threads is not None and threads < 1:
+        raise PreflightError(f"--threads must be >= 1, got {threads} (leave it out for torch's default).")
+
+
 def check_impls(backbone: str, impls: List[Optional[str]]) -> None:
     """Fail unless each of ``impls`` is an implementation of the backbone type ``backbone``.
 
@@ -71,8 +81,7 @@ def check_args(args: argparse.Namespace) -> None:
         check_backbone(args.backbone, args.impl)
     if args.repeats < 1 or args.warmup < 0 or args.batch < 1:
         raise PreflightError('--repeats and --batch must be >= 1 and --warmup >= 0.')
-    if args.threads is not None and args.threads < 1:
-        raise PreflightError(f"--threads must be >= 1, got {args.threads} (leave it out for torch's default).")
+    check_threads(args.threads)
     check_input_size(*args.shape, 'time')
     if args.onnx is not None:
         check_onnx_args(args)

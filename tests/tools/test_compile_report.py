@@ -2,6 +2,7 @@
 compiled seconds, as a user runs it; --amp bf16 refused in one line on a CPU without native bf16."""
 import re
 
+import pytest
 import torch
 
 from mmrmt.cpu_features import CPUFeatures
@@ -35,3 +36,15 @@ def test_bf16_is_refused_on_a_cpu_without_native_bf16(monkeypatch, capsys):
 def test_unknown_backbone_is_one_line(monkeypatch, capsys):
     message = exit_message(TOOL, ['--backbone', 'swin-t'], monkeypatch, capsys)
     assert message.startswith("error: --backbone must be TYPE-ARCH with TYPE in ['resmlp', 'rest', 'rmt']")
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--backbone', 'rmt-zz'], "--backbone rmt-zz: RMT has no arch 'zz'; choose one of ['b', 'base', 'l', 'large', "
+                               "'s', 'small', 't', 'tiny']."),
+    (['--backbone', 'rmt-t', '--threads', '-2'], "--threads must be >= 1, got -2 (leave it out for torch's default)."),
+    (['--backbone', 'rmt-t', '--shape', '30000', '30000'],
+     "--shape 30000 30000 is too large to compile: at most 4096 pixels a side and 4,194,304 pixels in all (the "
+     "model's attention memory grows with the square of the pixels)"),
+])
+def test_bad_arguments_are_one_line_before_any_model(args, message, monkeypatch, capsys):
+    assert exit_message(TOOL, args, monkeypatch, capsys) == f'error: {message}'

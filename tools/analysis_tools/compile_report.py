@@ -17,9 +17,9 @@ from typing import Callable, List, Optional
 
 import torch
 
-from mmrmt.benchmark.contenders import parse_backbone
+from mmrmt.benchmark.checks import check_backbone, check_threads
 from mmrmt.benchmark.models import build_backbone
-from mmrmt.utils import PreflightError, run_main
+from mmrmt.utils import PreflightError, check_input_size, run_main
 from mmrmt.utils.amp import amp_dtype
 
 
@@ -35,10 +35,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.batch < 1 or args.repeats < 1 or min(args.shape) < 32:
         raise PreflightError('--batch and --repeats must be at least 1, --shape at least 32 32')
-    try:
-        parse_backbone(args.backbone)
-    except ValueError as error:
-        raise PreflightError(str(error).rstrip('.')) from None
+    check_input_size(*args.shape, 'compile')
+    check_threads(args.threads)
+    check_backbone(args.backbone, [None])
     if args.amp == 'bf16':
         amp_dtype('cpu')
     return args
