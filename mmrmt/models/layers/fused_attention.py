@@ -3,16 +3,15 @@
 On the CPU, torch's fused attention (``F.scaled_dot_product_attention``)
 runs half-precision operands on the AMX tiles where oneDNN finds them for
 their dtype (``amx_bf16``, ``amx_fp16``) and ATen's AVX-512 kernels are in
-force; elsewhere its half-precision kernel converts every block through
-float32 buffers, its backward slower than float32 operands cast once, and
-under a kernel set below AVX-512 on a CPU with the tiles it raises
-(``pack_vnni2 is only supported when avx512 is supported``).
-So half precision attends on the CPU in float32 with autograd unless the
-tiles are used, and without autograd where the kernel would raise
-(:func:`attention_dtype`), decided once per process from the CPU's flags
-(:mod:`mmrmt.cpu_features`) and the ATen kernel set in force
-(``torch.backends.cpu.get_cpu_capability()``); other devices attend in the
-operands' dtype.
+force; under a kernel set below AVX-512 on a CPU with the tiles its
+half-precision kernel raises (``pack_vnni2 is only supported when avx512 is
+supported``). Its half-precision backward is slower than float32 operands
+cast once on every CPU measured, AMX tiles included (docs/benchmark.md).
+So half precision attends on the CPU in float32 with autograd, and without
+autograd where the kernel would raise (:func:`attention_dtype`), decided
+once per process from the CPU's flags (:mod:`mmrmt.cpu_features`) and the
+ATen kernel set in force (``torch.backends.cpu.get_cpu_capability()``);
+other devices attend in the operands' dtype.
 """
 from typing import Dict, FrozenSet, Optional
 
@@ -34,18 +33,20 @@ def uses_amx_tiles(dtype: torch.dtype, flags: FrozenSet[str], capability: str) -
     return AMX_TILES.get(dtype) in flags and capability.upper().startswith('AVX512')
 
 
+def half_precision_kernel_runs(dtype: torch.dtype, flags: FrozenSet[str], capability: str) -> bool:
+    """Whether torch's fused CPU attention runs half-precision ``dtype`` on a CPU of ``flags`` under the ATen
+    kernel set ``capability``: everywhere but on a CPU with tiles for ``dtype`` under a kernel set below
+    AVX-512 (it would pack for the tiles, and cannot)."""
+    return AMX_TILES[dtype] not in flags or uses_amx_tiles(dtype, flags, capability)
+
+
 def cpu_attention_dtypes(flags: FrozenSet[str], capability: str, backward: bool) -> Dict[torch.dtype, torch.dtype]:
     """What each half-precision dtype attends in on a CPU of ``flags`` under the ATen kernel set
-    ``capability``, for a forward whose backward follows (``backward``) or not: itself where torch's
-    fused kernel uses the AMX tiles for it; without them, float32 if ``backward`` (the half-precision
-    backward is the slower), else itself where the kernel runs (no tiles for it) and float32 where
-    it raises (tiles, kernel set below AVX-512)."""
-    def dtype_for(dtype: torch.dtype) -> torch.dtype:
-        if uses_amx_tiles(dtype, flags, capability) or not (backward or AMX_TILES[dtype] in flags):
-            return dtype
-        return torch.float32
-
-    return {dtype: dtype_for(dtype) for dtype in AMX_TILES}
+    ``capability``, for a forward whose backward follows (``backward``) or not: float32 if ``backward``
+    (the half-precision backward is the slower, AMX tiles or not) or where the kernel would raise (see
+    :func:`half_precision_kernel_runs`), itself otherwise."""
+    return {dtype: dtype if not backward and half_precision_kernel_runs(dtype, flags, capability) else torch.float32
+            for dtype in AMX_TILES}
 
 
 #: :func:`cpu_attention_dtypes` of this CPU and the kernel set in force, without and with a backward
@@ -56,8 +57,8 @@ CPU_ATTENTION_DTYPES = tuple(cpu_attention_dtypes(cpu_features().flags, torch.ba
 
 def attention_dtype(x: torch.Tensor) -> torch.dtype:
     """The dtype attention over operands like ``x`` computes in: ``x``'s, except half precision on the
-    CPU, which attends in float32 with autograd unless torch's fused kernel runs it on AMX tiles, and
-    without autograd where that kernel would raise (see the module's docstring)."""
+    CPU, which attends in float32 with autograd, and without autograd where torch's fused kernel would
+    raise (see the module's docstring)."""
     if x.device.type != 'cpu':
         return x.dtype
     return CPU_ATTENTION_DTYPES[keeps_autograd()].get(x.dtype, x.dtype)

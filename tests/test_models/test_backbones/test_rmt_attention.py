@@ -14,6 +14,7 @@ from mmrmt.models.backbones.rmt.fast_relative_position import FastManhattanRelPo
 from mmrmt.models.backbones.rmt.ffn import ConvFFN
 from mmrmt.models.backbones.rmt.relative_position import ManhattanRelPos
 from mmrmt.models.layers import fused_attention, run_mode
+from helpers.attended_dtypes import BF16_ATTENDED_IN
 from helpers.precision import assert_within_rounding, run
 from helpers.rounding import assert_close, assert_within_low_precision, two_implementations
 
@@ -154,12 +155,12 @@ def test_nothing_is_split_in_train_mode_without_grad(monkeypatch):
             assert_close(ours.running_mean, theirs.running_mean, two_implementations(torch.float32, 3 * 23 * 36))
 
 
-@pytest.mark.parametrize('attended_in', [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize('attended_in', BF16_ATTENDED_IN)
 @pytest.mark.parametrize('explicit_max_len', [64, 16])
 def test_fast_path_under_bf16_autocast_is_finite_and_close(monkeypatch, attended_in, explicit_max_len):
     """Eval, no autograd: the outputs within bfloat16's rounding of the reference's in float64, with the
-    attention core in bfloat16 (as on AMX tiles; short sequences with float32 scores) or in float32, short
-    sequences through explicit GEMMs or (``explicit_max_len`` 16: the 18-token rows) fused."""
+    attention core in bfloat16 (short sequences with float32 scores) or in float32 (where its kernel would
+    raise), short sequences through explicit GEMMs or (``explicit_max_len`` 16: the 18-token rows) fused."""
     for dtypes in fused_attention.CPU_ATTENTION_DTYPES:
         monkeypatch.setitem(dtypes, torch.bfloat16, attended_in)
     monkeypatch.setattr(FastManhattanSelfAttention, 'explicit_max_len', explicit_max_len)
@@ -183,11 +184,11 @@ def test_fast_backbone_trains_under_bf16_autocast():
     assert_within_rounding(low, torch.bfloat16, full, exact)
 
 
-@pytest.mark.parametrize('attended_in', [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize('attended_in', BF16_ATTENDED_IN)
 @pytest.mark.parametrize('decomposed', [True, False])
 def test_fast_attention_trains_under_bf16_autocast(monkeypatch, decomposed, attended_in):
     """Output and gradients within bfloat16's rounding of the reference's in float64, with the attention
-    core in bfloat16 (as on AMX tiles) or in float32 (other CPUs; AMX under a kernel set below AVX-512)."""
+    core in bfloat16 (as on other devices) or in float32 (as on the CPU)."""
     for dtypes in fused_attention.CPU_ATTENTION_DTYPES:
         monkeypatch.setitem(dtypes, torch.bfloat16, attended_in)
     fast, reference, relpos = attention_pair(decomposed)

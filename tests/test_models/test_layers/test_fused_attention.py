@@ -6,7 +6,9 @@ import torch.nn.functional as F
 from mmrmt.cpu_features import cpu_features
 from mmrmt.models.layers import fused_attention
 from mmrmt.models.layers.fused_attention import (CPU_ATTENTION_DTYPES, attention_dtype, cpu_attention_dtypes,
-                                                 scaled_dot_product_attention, uses_amx_tiles)
+                                                 half_precision_kernel_runs, scaled_dot_product_attention,
+                                                 uses_amx_tiles)
+from helpers.attended_dtypes import BF16_ATTENDED_IN
 from helpers.rounding import assert_within_low_precision
 
 ZEN3 = frozenset('avx2 fma'.split())
@@ -31,18 +33,31 @@ def test_amx_tiles_are_used_only_with_the_flags_for_the_dtype_and_avx512_kernels
     assert uses_amx_tiles(dtype, flags, capability) is tiles
 
 
+@pytest.mark.parametrize('flags,capability,dtype,runs', [
+    (SAPPHIRE_RAPIDS, 'AVX512', torch.bfloat16, True),
+    (SAPPHIRE_RAPIDS, 'AVX2', torch.bfloat16, False),  # it would pack for the tiles, and cannot
+    (SAPPHIRE_RAPIDS, 'DEFAULT', torch.float16, True),  # no fp16 tiles: nothing to pack for
+    (GRANITE_RAPIDS, 'DEFAULT', torch.float16, False),
+    (ZEN4, 'AVX2', torch.bfloat16, True),
+    (frozenset(), 'DEFAULT', torch.bfloat16, True),
+])
+def test_the_half_precision_kernel_raises_only_on_tiles_below_avx512_kernels(flags, capability, dtype, runs):
+    assert half_precision_kernel_runs(dtype, flags, capability) is runs
+
+
 @pytest.mark.parametrize('flags,capability,backward,bf16,fp16', [
-    (SAPPHIRE_RAPIDS, 'AVX512', True, torch.bfloat16, torch.float32),
+    (SAPPHIRE_RAPIDS, 'AVX512', True, torch.float32, torch.float32),  # the slower half-precision backward
     (SAPPHIRE_RAPIDS, 'AVX512', False, torch.bfloat16, torch.float16),
-    (SAPPHIRE_RAPIDS, 'AVX2', True, torch.float32, torch.float32),  # never the kernel that raises
-    (SAPPHIRE_RAPIDS, 'AVX2', False, torch.float32, torch.float16),
-    (GRANITE_RAPIDS, 'AVX512', True, torch.bfloat16, torch.float16),
+    (SAPPHIRE_RAPIDS, 'AVX2', True, torch.float32, torch.float32),
+    (SAPPHIRE_RAPIDS, 'AVX2', False, torch.float32, torch.float16),  # never the kernel that raises
+    (GRANITE_RAPIDS, 'AVX512', True, torch.float32, torch.float32),
+    (GRANITE_RAPIDS, 'AVX512', False, torch.bfloat16, torch.float16),
     (GRANITE_RAPIDS, 'DEFAULT', False, torch.float32, torch.float32),
-    (ZEN4, 'AVX512', True, torch.float32, torch.float32),  # the slower half-precision backward
+    (ZEN4, 'AVX512', True, torch.float32, torch.float32),
     (ZEN4, 'AVX512', False, torch.bfloat16, torch.float16),
     (ZEN3, 'DEFAULT', False, torch.bfloat16, torch.float16),
 ])
-def test_half_precision_attends_in_float32_where_its_kernel_raises_or_its_backward_is_slower(
+def test_half_precision_attends_in_float32_with_autograd_or_where_its_kernel_raises(
         flags, capability, backward, bf16, fp16):
     assert cpu_attention_dtypes(flags, capability, backward) == {torch.bfloat16: bf16, torch.float16: fp16}
 
@@ -73,10 +88,10 @@ def results(dtype, weights):
     return [out, *torch.autograd.grad((out * weights.to(out.dtype)).sum(), [q, k, v])]
 
 
-@pytest.mark.parametrize('attended_in', [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize('attended_in', BF16_ATTENDED_IN)
 def test_bf16_operands_in_either_dtype_within_bf16_rounding(monkeypatch, attended_in):
-    """Forward and backward of bf16 operands, attended in bf16 (AMX tiles) or float32 (elsewhere), each
-    within bfloat16's rounding of float64 given float32's error, returned in bf16."""
+    """Forward and backward of bf16 operands, attended in bf16 (as on other devices) or float32 (the CPU),
+    each within bfloat16's rounding of float64 given float32's error, returned in bf16."""
     for dtypes in fused_attention.CPU_ATTENTION_DTYPES:
         monkeypatch.setitem(dtypes, torch.bfloat16, attended_in)
     weights = torch.randn(2, 3, 70, 16)

@@ -34,9 +34,9 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
     autograd, short sequences with batched GEMMs (see :meth:`_attend`).
     From v and the rotary on, attention and the LCE compute in
     :func:`...layers.fused_attention.attention_dtype` (with autograd, half
-    precision on the CPU in float32 unless on AMX tiles: there torch's fused
-    backward and the depthwise conv's are the faster; q and k converted in
-    the pass that lays them out). Same arguments and parameters as the
+    precision on the CPU in float32, whose fused and depthwise-conv
+    backwards are the faster, AMX tiles or not; q and k converted in the
+    pass that lays them out). Same arguments and parameters as the
     reference.
     """
 
