@@ -100,12 +100,13 @@ def test_fast_backbone_equals_reference_outputs_and_gradients():
 
 
 @pytest.mark.parametrize('decomposed', [True, False])
-@pytest.mark.parametrize('batch,height,width', [(3, 7, 11), (2, 17, 20), (2, 66, 3)])
+@pytest.mark.parametrize('batch,height,width', [(3, 7, 11), (3, 5, 7), (2, 17, 20), (2, 66, 3)])
 @pytest.mark.parametrize('logits_bytes', [16 * 2**20, 1])
 def test_fast_attention_without_autograd_equals_reference(decomposed, batch, height, width, logits_bytes):
     """Inference attends short sequences with explicit GEMMs (hand softmax under 16
     tokens, torch's from 16, a few images at a time when the logits are large) and
-    longer ones (66 > explicit_max_len) with SDPA."""
+    longer ones (66 > explicit_max_len) with SDPA; 5x7 full grids (35 tokens) explicitly, one mask for
+    every chunk."""
     fast, reference, relpos = attention_pair(decomposed)
     fast.explicit_logits_bytes = logits_bytes  # 1 byte: one image per GEMM
     assert_fast_within_rounding(fast, reference, relpos, torch.randn(batch, height, width, 32))

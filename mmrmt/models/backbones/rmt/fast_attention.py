@@ -92,7 +92,8 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         for start in range(0, batch, step):
             part = slice(start, start + step)
             logits = torch.matmul(q[part], k[part].transpose(-1, -2))
-            torch.matmul(self._weights(logits, mask[part]), v[part], out=out[part])
+            part_mask = mask if mask.shape[0] == 1 else mask[part]  # full stages: one mask for every image
+            torch.matmul(self._weights(logits, part_mask), v[part], out=out[part])
         return out
 
     def _weights(self, logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
