@@ -14,11 +14,13 @@ from .fast_relative_position import FastManhattanRelPos, FastTables, rotate_qk
 def softmax_(logits: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dim, in place.
 
-    Rows shorter than 16 elements are exponentiated and normalised by hand:
-    torch's CPU softmax kernel is slower on them (docs/benchmark.md).
+    Rows of 16 elements and more go through torch's kernel writing over its
+    input (same values as ``torch.softmax``, no new tensor); shorter rows are
+    exponentiated and normalised by hand: torch's CPU softmax kernel is
+    slower on them (docs/benchmark.md).
     """
     if logits.shape[-1] >= 16:
-        return torch.softmax(logits, dim=-1)
+        return torch.ops.aten._softmax.out(logits, -1, False, out=logits)
     logits = logits.sub_(logits.amax(dim=-1, keepdim=True)).exp_()
     return logits.div_(logits.sum(dim=-1, keepdim=True))
 
@@ -56,7 +58,7 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         qk_bias = torch.cat((self.q_proj.bias, self.k_proj.bias))
         qk, v = norm_then_project(x, norm, [(qk_weight, qk_bias), (self.v_proj.weight, self.v_proj.bias)])
         qk = qk.view(batch, height, width, 2, self.num_heads, self.head_dims)
-        dtype = attention_dtype(qk)
+        dtype = self._core_dtype(qk, height, width)
         tables = relpos.fast_tables(height, width, self.decomposed, dtype)
         with torch.autocast(x.device.type, enabled=False):  # the core and the LCE in ``dtype``, not autocast's
             v = v.to(dtype)
@@ -72,6 +74,23 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
             merged = context.contiguous().view(out.shape).add_(out)
         return self.out_proj(merged.view(batch, height, width, channels))
 
+    def _core_dtype(self, qk: torch.Tensor, height: int, width: int) -> torch.dtype:
+        """The dtype the rotary, the LCE and attention compute in over a (height, width) grid.
+
+        :func:`...layers.fused_attention.attention_dtype`, but float32 for
+        half-precision operands attended with explicit GEMMs (see
+        :meth:`_attend`): their scores are scaled, masked and normalised in
+        float32, so q, k and v are converted once, in the pass that lays q
+        and k out, rather than the scores twice, and the rotary is the
+        complex one.
+        """
+        dtype = attention_dtype(qk)
+        longest = max(height, width) if self.decomposed else height * width
+        if dtype in (torch.bfloat16, torch.float16) and not run_mode.keeps_autograd() \
+                and longest <= self.explicit_max_len:
+            return torch.float32
+        return dtype
+
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 mask: torch.Tensor) -> torch.Tensor:
         """softmax(scale * q k^T + mask) v over (N, heads, L, d): the k scale folded in.
@@ -79,16 +98,16 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         With autograd, and for sequences over ``explicit_max_len`` tokens,
         SDPA's fused kernel (its backward recomputes the attention instead of
         keeping it). Without autograd, shorter sequences are attended with
-        batched GEMMs and an in-place softmax, a few images at a time so that
-        the logits stay under ``explicit_logits_bytes``: at such lengths the
-        fused kernel's per-block work costs more than the whole product.
+        batched GEMMs and an in-place softmax (in float32 or float64: see
+        :meth:`_core_dtype`), a few images at a time so that the logits stay
+        under ``explicit_logits_bytes``: at such lengths the fused kernel's
+        per-block work costs more than the whole product.
         """
         batch, heads, length, _ = q.shape
         if run_mode.keeps_autograd() or length > self.explicit_max_len:
             return scaled_dot_product_attention(q, k, v, mask, self.scale)
         out = v.new_empty(v.shape)
-        score_size = torch.promote_types(q.dtype, torch.float32).itemsize
-        step = max(1, self.explicit_logits_bytes // (heads * length * length * score_size))
+        step = max(1, self.explicit_logits_bytes // (heads * length * length * q.element_size()))
         for start in range(0, batch, step):
             part = slice(start, start + step)
             logits = torch.matmul(q[part], k[part].transpose(-1, -2))
@@ -97,16 +116,8 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         return out
 
     def _weights(self, logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``softmax(scale * logits + mask)`` in ``logits``' dtype, in place of float32 or float64 logits.
-
-        Half-precision logits (autocast) are scaled, masked and normalised in
-        float32, as SDPA's kernels do: the mask and the exponentials keep
-        float32's precision, and torch's CPU softmax of short half-precision
-        rows is slower than the float32 one.
-        """
-        if logits.dtype in (torch.float32, torch.float64):
-            return softmax_(logits.mul_(self.scale).add_(mask))
-        return softmax_(logits.float().mul_(self.scale).add_(mask.float())).to(logits.dtype)
+        """``softmax(scale * logits + mask)``, in place of the (float32 or float64) ``logits``."""
+        return softmax_(logits.mul_(self.scale).add_(mask))
 
     def _fast_decomposed(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
         """Rows then columns on one heads-major copy; returns (B, h, w, n, d).
