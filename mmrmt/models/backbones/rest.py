@@ -191,9 +191,13 @@ class EfficientMultiHeadAttention(nn.Module):
         batch, height, width, channels = x.shape
         q = self.q(x).view(batch, height * width, self.num_heads, -1)
         if self.sr_ratio > 1:  # the conv reads and writes channels-last memory
-            x = self.sr_norm(self.sr(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1).reshape(batch, -1, channels))
+            x = self.sr_norm(self.reduce(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1).reshape(batch, -1, channels))
         k, v = self.kv(x).view(batch, -1, 2, self.num_heads, q.shape[-1]).unbind(2)  # each (B, N', n, d)
         return self.proj(self.attend(q, k, v).reshape(batch, height, width, channels))
+
+    def reduce(self, x: torch.Tensor) -> torch.Tensor:
+        """The keys' and values' (B, C, h', w') grid of (B, C, h, w) ``x``: the ``sr`` conv."""
+        return self.sr(x)
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The heads' attention of (B, N, n, d) ``q`` over (B, N', n, d) ``k`` and ``v``; (B, N, n, d)."""
@@ -208,8 +212,17 @@ class EfficientMultiHeadAttention(nn.Module):
 
 class FastEfficientMultiHeadAttention(EfficientMultiHeadAttention):
     """:class:`EfficientMultiHeadAttention` through fused attention: one head with SDPA, mixed heads with
-    the lean core of :func:`.rest_attention.mixed_head_attention` (no score map kept for backward). Same
-    arguments and parameters."""
+    the lean core of :func:`.rest_attention.mixed_head_attention` (no score map kept for backward); with
+    autograd under CPU half-precision autocast, the ``sr`` conv in float32. Same arguments and parameters."""
+
+    def reduce(self, x: torch.Tensor) -> torch.Tensor:
+        """The ``sr`` conv; in float32 with autograd under CPU half-precision autocast, where torch's
+        strided depthwise-conv backward in half precision is an order of magnitude the slower
+        (docs/benchmark.md)."""
+        if x.device.type != 'cpu' or run_mode.autocast_dtype(x) is None or not run_mode.keeps_autograd():
+            return self.sr(x)
+        with torch.autocast('cpu', enabled=False):
+            return self.sr(x.float())
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The heads' attention of (B, N, n, d) ``q`` over (B, N', n, d) ``k`` and ``v``; (B, N, n, d)."""

@@ -260,3 +260,18 @@ def test_cpu_inference_in_chunks_gives_the_same_outputs(monkeypatch, chunks):
     # float32 rounding of two computations (other chunks: other kernel blockings)
     tolerance = 2 * backbone_tolerance(torch.float32, model, image)
     assert max(relative_error(b, a) for a, b in zip(whole, chunked)) < tolerance
+
+
+@pytest.mark.parametrize('grad', [True, False])
+def test_sr_convs_run_in_float32_when_training_under_bfloat16_autocast(grad):
+    """With autograd the strided depthwise ``sr`` convs take float32 (their bf16 backward is an order of
+    magnitude the slower on the CPU); without it they run in autocast's bf16, as every other conv."""
+    model, _ = build_pair()
+    seen = []
+    for module in model.modules():
+        if isinstance(module, FastEfficientMultiHeadAttention) and module.sr_ratio > 1:
+            module.sr.register_forward_hook(lambda conv, args, out: seen.append((args[0].dtype, out.dtype)))
+    with torch.set_grad_enabled(grad), torch.autocast('cpu', dtype=torch.bfloat16):
+        model.train(grad)(torch.randn(1, 3, 64, 64))
+    expected = torch.float32 if grad else torch.bfloat16
+    assert seen and all(dtypes == (expected, expected) for dtypes in seen)
