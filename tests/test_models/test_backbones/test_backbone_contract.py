@@ -176,7 +176,7 @@ def test_misspelt_argument_fails_naming_the_backbone_and_the_nearest_argument(ca
 
 
 @each_backbone
-def test_options_are_keyword_only(case):
+def test_too_many_positional_arguments_fail_naming_the_backbone(case):
     with raises_one_line(TypeError, f'^{case.name}: too many positional arguments$'):
         case.backbone(*[None] * 7)
 
