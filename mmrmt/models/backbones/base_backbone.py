@@ -1,6 +1,9 @@
-"""Behaviour every mmrmt backbone shares: outputs, freezing, norm_eval, loading."""
+"""Behaviour every mmrmt backbone shares: the options it takes, outputs, freezing, norm_eval, loading."""
+import difflib
+import functools
+import inspect
 import warnings
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 from mmengine.model import BaseModule
@@ -52,6 +55,13 @@ class PyramidBackbone(BaseModule):
     instance that builds only part of the network drops more keys by
     overriding :meth:`checkpoint_prefixes_to_drop`.
 
+    The keyword-only options below (``in_channels`` .. ``pretrained``)
+    are those every backbone takes, typed, defaulted and documented here
+    only: a backbone's ``__init__`` takes its own arguments and
+    ``**options``, passes ``options`` on, and is decorated with
+    :func:`takes_backbone_options`, which gives it the whole signature. Its
+    docstring says what the options mean for it (which stages, which norms).
+
     Every argument is checked here, once for all backbones (a subclass checks
     its ``arch`` with :func:`resolve_arch`); a bad one raises a one-line
     ``TypeError`` or ``ValueError`` naming it and the values allowed. Each
@@ -59,21 +69,25 @@ class PyramidBackbone(BaseModule):
     others, an empty batch.
 
     Args:
-        in_channels (int): Channels of the input images, >= 1.
         num_stages (int): Number of stages (levels) the backbone can emit.
         out_indices (int | Sequence[int]): Distinct stages whose features are
             returned; negative indices count from the end.
+        drop_path_rate (float): Stochastic depth rate of the last block, in
+            [0, 1).
+        in_channels (int): Channels of the input images, >= 1. Defaults to 3.
         frozen_stages (int): -1 freezes nothing, 0 the stem, k the stem and
             the first k stages (their parameters stop learning and their
             norm layers stay in eval mode); at most ``num_stages``.
+            Defaults to -1.
         norm_eval (bool): Keep BatchNorm layers in eval mode while training.
-        with_cp (bool): Trade compute for memory with activation checkpointing.
+            Defaults to False.
+        norm_cfg (dict): Config of the backbone's BatchNorm-like layers.
+            Defaults to ``dict(type='BN')``.
+        with_cp (bool): Trade compute for memory with activation
+            checkpointing (per block). Defaults to False.
         init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
             loads an upstream ImageNet checkpoint; ``prefix`` may select a
-            sub-module of a bigger checkpoint.
-        drop_path_rate (float): Stochastic depth rate of the last block, in
-            [0, 1).
-        norm_cfg (dict): Config of the backbone's BatchNorm-like layers.
+            sub-module of a bigger checkpoint. Defaults to None.
         pretrained (str, optional): Deprecated, as in mmdet's and mmseg's
             backbones: a checkpoint path becomes ``init_cfg=dict(
             type='Pretrained', checkpoint=pretrained)``. mmseg's segmentors
@@ -86,16 +100,16 @@ class PyramidBackbone(BaseModule):
     new_checkpoint_prefixes: Tuple[str, ...] = ()
 
     def __init__(self,
-                 in_channels: int,
                  num_stages: int,
                  out_indices: Union[int, Sequence[int]],
-                 frozen_stages: int,
-                 norm_eval: bool,
-                 with_cp: bool,
-                 init_cfg: Optional[dict] = None,
-                 *,
                  drop_path_rate: float,
-                 norm_cfg: dict,
+                 *,
+                 in_channels: int = 3,
+                 frozen_stages: int = -1,
+                 norm_eval: bool = False,
+                 norm_cfg: dict = dict(type='BN'),
+                 with_cp: bool = False,
+                 init_cfg: Optional[dict] = None,
                  pretrained: Optional[str] = None) -> None:
         name = type(self).__name__
         check_arg(name, 'in_channels', in_channels, POSITIVE_INT)
@@ -116,6 +130,7 @@ class PyramidBackbone(BaseModule):
         self.out_indices = out_indices
         self.frozen_stages = frozen_stages
         self.norm_eval = norm_eval
+        self.norm_cfg = norm_cfg
         self.with_cp = with_cp
 
     def _stage_indices(self, out_indices: Union[int, Sequence[int]], num_stages: int) -> Tuple[int, ...]:
@@ -238,3 +253,44 @@ class PyramidBackbone(BaseModule):
     def convert_checkpoint(state_dict: dict) -> dict:
         """Adapt a checkpoint's layout to this backbone's; identity by default."""
         return state_dict
+
+
+def takes_backbone_options(init: Callable[..., None]) -> Callable[..., None]:
+    """Make a backbone's ``__init__(self, <its own arguments>, **options)``,
+    which passes ``options`` on to :meth:`PyramidBackbone.__init__`, show and
+    check its whole argument list.
+
+    Its signature (``inspect.signature``, ``help``, the API docs, the
+    ``--cfg-options`` checks) becomes its own arguments followed by the
+    keyword-only options of :meth:`PyramidBackbone.__init__`, with their
+    types and defaults. A call that does not fit it raises one ``TypeError``
+    naming the backbone, before anything is built: a misspelt argument with
+    the nearest one the backbone takes.
+    """
+    own = inspect.signature(init)
+    options = [parameter for parameter in inspect.signature(PyramidBackbone.__init__).parameters.values()
+               if parameter.kind is parameter.KEYWORD_ONLY]
+    signature = own.replace(parameters=[
+        *(parameter for parameter in own.parameters.values() if parameter.kind is not parameter.VAR_KEYWORD),
+        *options])
+
+    @functools.wraps(init)
+    def checked_init(self: PyramidBackbone, *args: Any, **kwargs: Any) -> None:
+        try:
+            signature.bind(self, *args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f'{type(self).__name__}: {error}{_nearest_argument_hint(kwargs, signature)}') from None
+        init(self, *args, **kwargs)
+
+    checked_init.__signature__ = signature
+    return checked_init
+
+
+def _nearest_argument_hint(kwargs: Mapping[str, Any], signature: inspect.Signature) -> str:
+    """`` (did you mean 'NAME'?)`` for the first keyword of ``kwargs`` that ``signature`` lacks
+    (the one ``Signature.bind`` names), when one of its parameters is close to it; else empty."""
+    unknown = next((keyword for keyword in kwargs if keyword not in signature.parameters), None)
+    if unknown is None:
+        return ''
+    close = difflib.get_close_matches(unknown, [name for name in signature.parameters if name != 'self'], n=1)
+    return f' (did you mean {close[0]!r}?)' if close else ''

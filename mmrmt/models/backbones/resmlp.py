@@ -10,7 +10,7 @@ that any input size works, and four block outputs become a four-level
 pyramid. Parameter names are timm's, so timm files load unchanged.
 """
 import math
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -21,7 +21,7 @@ from mmrmt.checkpoint.converters import resmlp_deit_to_timm
 from mmrmt.registry import register_backbone
 from ..layers import build_norm_layer
 from .arch import BOOL, POSITIVE_INT, POSITIVE_REAL, POWER_OF_TWO, check_arg, resolve_arch
-from .base_backbone import PyramidBackbone, call_block, init_linears_and_layer_norms
+from .base_backbone import PyramidBackbone, call_block, init_linears_and_layer_norms, takes_backbone_options
 
 #: Strides of the four pyramid levels.
 LEVEL_STRIDES = (4, 8, 16, 32)
@@ -209,7 +209,6 @@ class ResMLP(PyramidBackbone):
             power of two), and optionally ``mlp_ratio`` (4),
             ``layer_scale_init`` (1e-4) and ``window_size`` (the pretraining
             grid side, 224 // patch_size).
-        in_channels (int): Input image channels. Defaults to 3.
         out_levels (Sequence[int]): Pyramid levels to emit, among 0-3
             (strides 4, 8, 16, 32). Defaults to (0, 1, 2, 3).
         out_indices (Sequence[int], optional): The block feeding each level
@@ -217,19 +216,16 @@ class ResMLP(PyramidBackbone):
             e.g. (2, 5, 8, 11) for 12 blocks.
         drop_path_rate (float): Stochastic depth rate, rising linearly over
             the blocks. Defaults to 0.1.
-        frozen_stages (int): -1: nothing, 0: the stem, k: the stem and the
-            first k blocks (with the output norms of frozen blocks).
-            Defaults to -1.
-        norm_eval (bool): Keep BN in eval mode when training. Defaults to False.
-        norm_cfg (dict): Norm between the two transposed convs of the stride-4
-            level. Defaults to ``dict(type='BN')``.
-        with_cp (bool): Activation checkpointing per block. Defaults to False.
         shift_windows (bool): Shift the windows of odd blocks by half a
             window. Defaults to False.
-        init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
-            to load a timm (or authors') ImageNet checkpoint.
-        pretrained (str, optional): Deprecated (mmseg passes its
-            ``model.pretrained`` here): see :class:`PyramidBackbone`.
+        **options: The keyword-only options of every backbone, typed,
+            defaulted and documented by :class:`PyramidBackbone`:
+            ``in_channels``, ``frozen_stages`` (here -1: nothing, 0: the stem,
+            k: the stem and the first k blocks, with the output norms of
+            frozen blocks), ``norm_eval``, ``norm_cfg`` (here the norm between
+            the two transposed convs of the stride-4 level), ``with_cp`` (per
+            block), ``init_cfg`` (a timm or authors' ImageNet checkpoint) and
+            the deprecated ``pretrained``.
     """
 
     arch_zoo: Dict[str, dict] = {
@@ -246,19 +242,14 @@ class ResMLP(PyramidBackbone):
     #: The authors' (deit repository) files get timm's keys on loading.
     convert_checkpoint = staticmethod(resmlp_deit_to_timm)
 
+    @takes_backbone_options
     def __init__(self,
                  arch: Union[str, dict] = '12',
-                 in_channels: int = 3,
                  out_levels: Sequence[int] = (0, 1, 2, 3),
                  out_indices: Optional[Sequence[int]] = None,
                  drop_path_rate: float = 0.1,
-                 frozen_stages: int = -1,
-                 norm_eval: bool = False,
-                 norm_cfg: dict = dict(type='BN'),
-                 with_cp: bool = False,
                  shift_windows: bool = False,
-                 init_cfg: Optional[dict] = None,
-                 pretrained: Optional[str] = None) -> None:
+                 **options: Any) -> None:
         settings = self._settings(arch)
         check_arg('ResMLP', 'shift_windows', shift_windows, BOOL)
         dims, depth, patch = settings['embed_dims'], settings['depth'], settings['patch_size']
@@ -273,8 +264,7 @@ class ResMLP(PyramidBackbone):
         if not isinstance(out_indices, Sequence) or len(out_indices) != len(out_levels):
             raise ValueError(f'ResMLP: out_indices must name one block for each of the out_levels '
                              f'{out_levels}, got {out_indices!r}.')
-        super().__init__(in_channels, depth, out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
-                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg, pretrained=pretrained)
+        super().__init__(depth, out_indices, drop_path_rate, **options)
         if [index % depth for index in out_indices] != list(self.out_indices):
             raise ValueError(f'ResMLP: out_indices must be ascending (the block of each level of out_levels, '
                              f'in order), got {out_indices!r}.')
@@ -285,7 +275,7 @@ class ResMLP(PyramidBackbone):
         window = settings.get('window_size', 224 // patch)
         drop_paths = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # linear rise
 
-        self.stem = PaddedPatchStem(in_channels, dims, patch)
+        self.stem = PaddedPatchStem(self.in_channels, dims, patch)
         self.blocks = nn.ModuleList(
             ResMLPBlock(dims, (window, window), settings.get('mlp_ratio', 4),
                         settings.get('layer_scale_init', 1e-4),
@@ -294,7 +284,7 @@ class ResMLP(PyramidBackbone):
         self.norm = Affine(dims) if last == depth - 1 else None
         self.out_norms = nn.ModuleDict({str(level): nn.LayerNorm(dims) for level in out_levels})
         self.rescales = nn.ModuleDict({
-            str(level): build_rescale(dims, int(math.log2(patch / LEVEL_STRIDES[level])), norm_cfg)
+            str(level): build_rescale(dims, int(math.log2(patch / LEVEL_STRIDES[level])), self.norm_cfg)
             for level in out_levels})
         self._freeze_stages()
 

@@ -11,7 +11,7 @@ emitted feature without feeding it forward (the last stage's is the
 checkpoint's final ``norm``). Parameter names are the upstream ones.
 """
 from functools import partial
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -23,7 +23,7 @@ from ..layers import build_norm_layer, in_image_chunks, norm_then_project, run_m
 from ..layers.fused_attention import scaled_dot_product_attention
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
-from .base_backbone import PyramidBackbone, call_block
+from .base_backbone import PyramidBackbone, call_block, takes_backbone_options
 from .implementation import BackboneImplementation
 from .rest_attention import EPS, mixed_head_attention
 from .rest_mlp import gelu_projection
@@ -302,28 +302,24 @@ class ResT(PyramidBackbone):
             dict with the per-stage lists ``embed_dims``, ``depths``,
             ``num_heads``, ``mlp_ratios`` and ``sr_ratios`` (key/value grid
             reductions), and optionally the scalar ``drop_path_rate``.
-        in_channels (int): Input image channels. Defaults to 3.
         out_indices (Sequence[int]): Stages to output. Defaults to (0, 1, 2, 3).
         drop_path_rate (float, optional): Stochastic depth rate, rising
             linearly over the blocks. Defaults to None: the variant's
             detection setting (0.1 for lite/small, 0.2 for base/large, a
             custom arch's ``drop_path_rate`` or else 0.1).
-        frozen_stages (int): Stages to freeze (-1: none, 0: the stem, k: the
-            stem and stages 1..k, each with its patch embedding and output
-            norm). Defaults to -1.
-        norm_eval (bool): Keep BN in eval mode when training. Defaults to False.
-        norm_cfg (dict): Norm of the stem and patch-embedding convs.
-            Defaults to ``dict(type='BN')``.
-        with_cp (bool): Activation checkpointing per block. Defaults to False.
         impl (str): ``'fast'`` (the default: SDPA and the lean mixed-head
             core, the pre-norm fused into the MLP, less kept for backward)
             or ``'reference'`` (the spec's computation step by step, the
             oracle of the tests): the same function with the same parameters
             (:data:`IMPLEMENTATIONS`).
-        init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
-            to load an upstream ImageNet checkpoint.
-        pretrained (str, optional): Deprecated (mmseg passes its
-            ``model.pretrained`` here): see :class:`PyramidBackbone`.
+        **options: The keyword-only options of every backbone, typed,
+            defaulted and documented by :class:`PyramidBackbone`:
+            ``in_channels``, ``frozen_stages`` (here -1: none, 0: the stem,
+            k: the stem and stages 1..k, each with its patch embedding and
+            output norm), ``norm_eval``, ``norm_cfg`` (here the norm of the
+            stem and patch-embedding convs), ``with_cp`` (per block),
+            ``init_cfg`` (an upstream ImageNet checkpoint) and the deprecated
+            ``pretrained``.
     """
 
     arch_zoo: Dict[str, dict] = {
@@ -343,35 +339,29 @@ class ResT(PyramidBackbone):
     dropped_checkpoint_prefixes = ('head.', )
     new_checkpoint_prefixes = ('extra_norms.', )
 
+    @takes_backbone_options
     def __init__(self,
                  arch: Union[str, dict] = 'small',
-                 in_channels: int = 3,
                  out_indices: Sequence[int] = (0, 1, 2, 3),
                  drop_path_rate: Optional[float] = None,
-                 frozen_stages: int = -1,
-                 norm_eval: bool = False,
-                 norm_cfg: dict = dict(type='BN'),
-                 with_cp: bool = False,
                  impl: str = 'fast',
-                 init_cfg: Optional[dict] = None,
-                 pretrained: Optional[str] = None) -> None:
+                 **options: Any) -> None:
         check_arg('ResT', 'impl', impl, IMPL)
         settings = resolve_arch(arch, self.arch_zoo, 'ResT', per_stage=self.per_stage_args,
                                 optional=self.optional_arch_args)
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
         if drop_path_rate is None:
             drop_path_rate = settings.get('drop_path_rate', 0.1)
-        super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
-                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg, pretrained=pretrained)
+        super().__init__(len(dims), out_indices, drop_path_rate, **options)
         check_heads_divide_dims(dims, heads, 'ResT')
         check_arg('ResT', "arch['embed_dims'][0]", dims[0],
                   ArgKind(INT, lambda channels: channels >= 2, "an int >= 2 (the stem's hidden convs have half)"))
         self.embed_dims = dims
         classes = IMPLEMENTATIONS[impl]
 
-        self.stem = ConvStem(in_channels, dims[0], norm_cfg)
+        self.stem = ConvStem(self.in_channels, dims[0], self.norm_cfg)
         for i in range(1, self.num_stages):
-            self.add_module(f'patch_embed_{i + 1}', ConvPatchEmbed(dims[i - 1], dims[i], norm_cfg))
+            self.add_module(f'patch_embed_{i + 1}', ConvPatchEmbed(dims[i - 1], dims[i], self.norm_cfg))
         drop_paths = torch.linspace(0, drop_path_rate, sum(depths), device='cpu').tolist()
         for i, depth in enumerate(depths):
             first = sum(depths[:i])

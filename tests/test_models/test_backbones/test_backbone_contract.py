@@ -7,6 +7,7 @@ norm_eval, with_cp, and strict loading. Each backbone's own behaviour is
 tested in its own file.
 """
 import contextlib
+import inspect
 import re
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import torch
 from torch import nn
 
 from mmrmt.models import RMT, ResMLP, ResT
+from mmrmt.models.backbones.base_backbone import PyramidBackbone
 from helpers.backbone_checks import assert_norm_eval_keeps_batch_norms_in_eval, assert_with_cp_matches_plain
 from helpers.backbones import RESMLP_TINY, REST_TINY, RMT_TINY
 from helpers.checkpoints import pretrained, save
@@ -142,6 +144,41 @@ COMMON_ARGUMENT_ERRORS = [
 def test_invalid_common_argument_fails_naming_it_and_the_allowed_values(case, kwargs, error, message):
     with raises_one_line(error, f'^{case.name}: {message}'):
         case.build(**kwargs)
+
+
+#: The keyword-only options every backbone takes, as :class:`PyramidBackbone` declares them.
+SHARED_OPTIONS = [parameter for parameter in inspect.signature(PyramidBackbone.__init__).parameters.values()
+                  if parameter.kind is parameter.KEYWORD_ONLY]
+
+
+def test_the_shared_options_are_the_arguments_every_backbone_takes_alike():
+    assert [parameter.name for parameter in SHARED_OPTIONS] == [
+        'in_channels', 'frozen_stages', 'norm_eval', 'norm_cfg', 'with_cp', 'init_cfg', 'pretrained']
+
+
+@each_backbone
+def test_signature_shows_the_shared_options_with_their_types_and_defaults(case):
+    parameters = list(inspect.signature(case.backbone).parameters.values())
+    assert parameters[-len(SHARED_OPTIONS):] == SHARED_OPTIONS
+    assert all(parameter.annotation is not parameter.empty for parameter in parameters)
+    assert not any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters)
+
+
+@each_backbone
+@pytest.mark.parametrize('kwargs,message', [
+    (dict(frozen_stage=1), r"got an unexpected keyword argument 'frozen_stage' \(did you mean 'frozen_stages'\?\)$"),
+    (dict(init_cgf=None), r"got an unexpected keyword argument 'init_cgf' \(did you mean 'init_cfg'\?\)$"),
+    (dict(colour=True), r"got an unexpected keyword argument 'colour'$"),
+], ids=str)
+def test_misspelt_argument_fails_naming_the_backbone_and_the_nearest_argument(case, kwargs, message):
+    with raises_one_line(TypeError, f'^{case.name}: {message}'):
+        case.build(**kwargs)
+
+
+@each_backbone
+def test_too_many_positional_arguments_fail_naming_the_backbone(case):
+    with raises_one_line(TypeError, f'^{case.name}: too many positional arguments$'):
+        case.backbone(*[None] * 7)
 
 
 @each_backbone

@@ -1,6 +1,6 @@
 """RMT: Retentive Networks Meet Vision Transformers, as a dense-prediction backbone."""
 from functools import partial
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from timm.layers import trunc_normal_
@@ -10,7 +10,7 @@ from mmrmt.registry import register_backbone
 from ...layers import build_norm_layer
 from ..arch import (BOOL, NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_heads_divide_dims,
                     resolve_arch)
-from ..base_backbone import PyramidBackbone, init_linears_and_layer_norms
+from ..base_backbone import PyramidBackbone, init_linears_and_layer_norms, takes_backbone_options
 from .attention_maps import AttentionMaps, query_maps
 from .block import RMTStage
 from .implementations import implementation
@@ -58,16 +58,9 @@ class RMT(PyramidBackbone):
             ``num_heads``, ``mlp_ratios``, ``init_values``, ``heads_ranges``,
             ``decomposed`` (bool per stage) and ``layer_scales`` (bool per
             stage), and optionally the scalar ``layer_scale_init`` (1e-6).
-        in_channels (int): Input image channels. Defaults to 3.
         out_indices (Sequence[int]): Stages to output. Defaults to (0, 1, 2, 3).
         drop_path_rate (float): Stochastic depth rate, rising linearly over
             the blocks. Defaults to 0.1.
-        frozen_stages (int): Stages to freeze (-1: none, 0: the stem).
-            Defaults to -1.
-        norm_eval (bool): Keep BN in eval mode when training. Defaults to False.
-        norm_cfg (dict): Norm of the stem and downsampling convs.
-            Defaults to ``dict(type='BN')``.
-        with_cp (bool): Activation checkpointing per block. Defaults to False.
         impl (str): ``'fast'`` (the default: fused attention with cached
             tables, pre-norms fused into the projections, residuals folded
             into the depthwise kernels, less kept for backward, and in CPU
@@ -75,10 +68,13 @@ class RMT(PyramidBackbone):
             ``'reference'`` (the paper's computation step by step, the oracle
             of the tests). Both compute the same function with the same
             parameters; see :mod:`.implementations`.
-        init_cfg (dict, optional): ``dict(type='Pretrained', checkpoint=...)``
-            to load an upstream ImageNet (or detection) checkpoint.
-        pretrained (str, optional): Deprecated (mmseg passes its
-            ``model.pretrained`` here): see :class:`PyramidBackbone`.
+        **options: The keyword-only options of every backbone, typed,
+            defaulted and documented by :class:`PyramidBackbone`:
+            ``in_channels``, ``frozen_stages`` (here -1: none, 0: the stem,
+            k: the stem and stages 1..k), ``norm_eval``, ``norm_cfg`` (here
+            the norm of the stem and downsampling convs), ``with_cp`` (per
+            block), ``init_cfg`` (an upstream ImageNet or detection
+            checkpoint) and the deprecated ``pretrained``.
 
     :meth:`attention_maps` gives what a block's MaSA weighs the tokens by for
     one query token: the decay prior and the attention of each head.
@@ -96,33 +92,27 @@ class RMT(PyramidBackbone):
     dropped_checkpoint_prefixes = ('proj.', 'norm.', 'head.', 'aux_head.')
     new_checkpoint_prefixes = ('extra_norms.', )
 
+    @takes_backbone_options
     def __init__(self,
                  arch: Union[str, dict] = 't',
-                 in_channels: int = 3,
                  out_indices: Sequence[int] = (0, 1, 2, 3),
                  drop_path_rate: float = 0.1,
-                 frozen_stages: int = -1,
-                 norm_eval: bool = False,
-                 norm_cfg: dict = dict(type='BN'),
-                 with_cp: bool = False,
                  impl: str = 'fast',
-                 init_cfg: Optional[dict] = None,
-                 pretrained: Optional[str] = None) -> None:
+                 **options: Any) -> None:
         classes = implementation(impl, 'RMT')
         settings = resolve_arch(arch, self.arch_zoo, 'RMT', per_stage=self.per_stage_args,
                                 optional=self.optional_arch_args)
         dims, depths, heads = settings['embed_dims'], settings['depths'], settings['num_heads']
-        super().__init__(in_channels, len(dims), out_indices, frozen_stages, norm_eval, with_cp, init_cfg,
-                         drop_path_rate=drop_path_rate, norm_cfg=norm_cfg, pretrained=pretrained)
+        super().__init__(len(dims), out_indices, drop_path_rate, **options)
         check_heads_divide_dims(dims, heads, 'RMT')
         check_even_head_dims(dims, heads, 'RMT')
         self.embed_dims = dims
 
         stem_dims = dims[0] // 2
-        norm = lambda channels: build_norm_layer(norm_cfg, channels)  # noqa: E731
+        norm = lambda channels: build_norm_layer(self.norm_cfg, channels)  # noqa: E731
         self.patch_embed = nn.Module()
         self.patch_embed.proj = classes.stem(
-            nn.Conv2d(in_channels, stem_dims, 3, 2, 1), norm(stem_dims), nn.GELU(),
+            nn.Conv2d(self.in_channels, stem_dims, 3, 2, 1), norm(stem_dims), nn.GELU(),
             nn.Conv2d(stem_dims, stem_dims, 3, 1, 1), norm(stem_dims), nn.GELU(),
             nn.Conv2d(stem_dims, dims[0], 3, 2, 1), norm(dims[0]), nn.GELU(),
             nn.Conv2d(dims[0], dims[0], 3, 1, 1), norm(dims[0]))
@@ -137,8 +127,8 @@ class RMT(PyramidBackbone):
                 heads_range=settings['heads_ranges'][i], decomposed=settings['decomposed'][i],
                 drop_paths=drop_paths[sum(depths[:i]):sum(depths[:i + 1])],
                 layer_scale=layer_scale_init if settings['layer_scales'][i] else None,
-                out_channels=dims[i + 1] if i + 1 < len(dims) else None, norm_cfg=norm_cfg,
-                with_cp=with_cp, implementation=classes))
+                out_channels=dims[i + 1] if i + 1 < len(dims) else None, norm_cfg=self.norm_cfg,
+                with_cp=self.with_cp, implementation=classes))
         self.extra_norms = nn.ModuleDict({str(i): nn.LayerNorm(dims[i]) for i in self.out_indices})
         self._freeze_stages()
 
