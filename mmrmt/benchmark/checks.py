@@ -65,7 +65,6 @@ def check_args(args: argparse.Namespace) -> None:
         raise PreflightError('give either a config file or --backbone TYPE-ARCH, not both or neither.')
     if args.config is not None:
         config = read_config(args.config)  # here, in one line: the workers that build its model would die of it
-        check_cpu_amp(args, config)
         check_impls(backbone_type(config), args.impl)
     if args.device == 'cuda' and not torch.cuda.is_available():
         raise PreflightError('--device cuda, but torch sees no CUDA device.')
@@ -114,23 +113,6 @@ def check_onnx_args(args: argparse.Namespace) -> None:
     check_runtimes(args)
     for path in args.onnx:
         check_graph_file(path, '--onnx file')
-
-
-def check_cpu_amp(args: argparse.Namespace, config) -> None:
-    """Fail where a detector under CPU autocast would reach mmcv's float32-only CPU kernels: every
-    prediction's NMS, and a two-stage detector's RPN NMS and RoIAlign in training too.
-
-    Raises:
-        PreflightError: One line naming the kernels and what to time instead.
-    """
-    detector = config.get('default_scope') == 'mmdet'
-    two_stage = 'rpn_head' in config.get('model', {})
-    autocast = [amp for amp in args.amp if amp != 'none']
-    if args.device == 'cpu' and autocast and detector and ('infer' in args.mode or two_stage):
-        raise PreflightError(f"--amp {autocast[0]} on the CPU: mmcv's CPU nms and RoIAlign take float32 only, so "
-                             f"this detector's {'prediction' if 'infer' in args.mode else 'training'} cannot run "
-                             'under autocast; time the bf16 model with --onnx FILE --precision f32 bf16 (tensor '
-                             'mode, RoIAlign in float32) or the backbone with --backbone TYPE-ARCH --amp bf16')
 
 
 def check_runtimes(args: argparse.Namespace) -> None:

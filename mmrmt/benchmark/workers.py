@@ -15,6 +15,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import torch
 
+from mmrmt.amp import float32_cpu_kernels
 from mmrmt.checkpoint import one_line_reason
 from mmrmt.deployment.export import TensorModeModel, float32_roi_pooling
 from mmrmt.deployment.runtime import open_graph, run_session
@@ -66,7 +67,7 @@ def tensor_mode_worker(args: argparse.Namespace, impl: Optional[str], precision:
         with torch.no_grad(), autocast:
             return [output.float() for output in model(*inputs)]
 
-    # bf16 autocast on the CPU: mmcv's RoIAlign has no bf16 kernel (check_cpu_amp refuses --amp itself)
+    # bf16 autocast on the CPU: mmcv's RoIAlign has no bf16 kernel
     with float32_roi_pooling(model):
         serve(conn, tensor_mode, 'cpu')
 
@@ -114,7 +115,8 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
         if args.device == 'cuda':
             torch.cuda.synchronize()
 
-    serve(conn, iteration, args.device)
+    with float32_cpu_kernels(model):  # under CPU autocast: mmcv's RoIAlign and NMS take float32 only
+        serve(conn, iteration, args.device)
 
 
 def serve(conn, iteration: Callable[[], Optional[list]], device: str) -> None:

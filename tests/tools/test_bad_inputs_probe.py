@@ -169,10 +169,7 @@ def rows() -> List[Row]:
             ('deployment/quantize_onnx.py', [onnx, '--config', '{det}', '--out', 'int8.onnx'], line),
             ('deployment/test_onnx.py', ['{det}', onnx, '--work-dir', 'work'], line),
         ]
-    amp_refusal = "mmcv's CPU nms and RoIAlign take float32 only"
     table += [
-        ('analysis_tools/benchmark.py', ['{det}', '--mode', 'infer', '--amp', 'bf16'], amp_refusal),
-        ('analysis_tools/benchmark.py', ['{det}', '--mode', 'train', '--amp', 'fp16'], amp_refusal),
         ('deployment/test_onnx.py', ['{det}', '{onnx_backbone}', '--work-dir', 'work'],
          'is a backbone-only graph (outputs feature_0); this tool evaluates a whole model'),
         ('deployment/quantize_onnx.py', ['{onnx_whole}', '--config', '{det}', '--out', 'int8.onnx', '--images',

@@ -51,6 +51,16 @@ def test_autocast_rows_beside_float32_in_one_run():
     assert 'speed-up vs default |' in result.stdout and 'amp none bf16' in result.stdout
 
 
+def test_a_two_stage_detector_predicts_and_trains_under_bf16_autocast():
+    """mmcv's float32-only CPU kernels (RoIAlign, NMS) run in float32 under CPU autocast: Mask R-CNN
+    predicts and trains in bf16 beside float32 (was refused in one line)."""
+    result = run_tool([TOOL, DET_CONFIG, '--impl', 'fast', '--amp', 'none', 'bf16', '--shape', '64', '64',
+                       '--mode', 'infer', 'train', '--repeats', '1', '--warmup', '0'])
+    check_ok(result)
+    assert set(rows(result.stdout)) == {(impl, mode) for impl in ('fast', 'fast bf16 autocast')
+                                        for mode in ('infer', 'train')}
+
+
 def test_whole_model_of_a_config_trains_and_predicts():
     result = run_tool([TOOL, DET_CONFIG, '--impl', 'fast', '--shape', '64', '64',
                        '--mode', 'infer', 'train', '--repeats', '1', '--warmup', '0'])
