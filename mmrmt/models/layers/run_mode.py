@@ -76,9 +76,36 @@ import torch
 INFERENCE_CHUNK_BYTES = 8 * 2**20
 
 
+#: Whether ``torch.compiler.is_exporting()`` tells ``torch.export`` from ``torch.compile``: before torch
+#: 2.14 dynamo answers it True in every graph it traces, compiled ones too (pytorch/pytorch#176347).
+_IS_EXPORTING_TELLS_COMPILE_APART = torch.__version__ >= (2, 14)
+
+
+@torch.compiler.assume_constant_result  # dynamo calls it as it traces, keeping the answer
+def _dynamo_traces_an_export() -> bool:
+    """True while dynamo traces the forward for a (strict) ``torch.export``, not for ``torch.compile``:
+    the export flag of the frame it traces (torch before 2.14; called in dynamo's tracing only)."""
+    from torch._dynamo.symbolic_convert import InstructionTranslator
+    frame = InstructionTranslator.current_tx()
+    return frame is not None and bool(frame.export)
+
+
+def torch_exports() -> bool:
+    """True while ``torch.export`` records the forward, strict (dynamo) or not, and with it the dynamo
+    ONNX exporter; False in ``torch.compile``, on every torch we support.
+
+    torch 2.14 and later: ``torch.compiler.is_exporting()``. Before, that answers True inside
+    ``torch.compile`` too, and its flag is set by a non-strict export only: a strict export's dynamo
+    trace is told by the export flag of the traced frame.
+    """
+    if _IS_EXPORTING_TELLS_COMPILE_APART:
+        return torch.compiler.is_exporting()
+    return torch.compiler._is_exporting_flag or (torch.compiler.is_compiling() and _dynamo_traces_an_export())
+
+
 def _records_graph() -> bool:
     """True while ``torch.jit.trace``, ONNX export (either exporter) or ``torch.export`` records the forward."""
-    return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch.compiler.is_exporting()
+    return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch_exports()
 
 
 def keeps_autograd() -> bool:
