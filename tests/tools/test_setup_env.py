@@ -99,17 +99,6 @@ def test_the_declared_torch_floor_is_the_one_make_test_floor_checks():
     assert f'torchvision>={makefile_variable("TORCHVISION_FLOOR")}' in runtime
 
 
-def test_a_torch_without_its_torchvision_is_one_line_before_anything_is_made(tmp_path):
-    venv = tmp_path / 'venv'
-    env = {'PATH': '/usr/bin:/bin', 'HOME': str(tmp_path), 'VENV': str(venv), 'TORCH': '2.7.1'}
-    result = subprocess.run(['bash', str(REPO / 'tools' / 'misc' / 'setup_env.sh')], capture_output=True, text=True,
-                            timeout=60, env=env)
-    assert result.returncode == 1 and result.stdout == ''
-    assert result.stderr == ('[setup] error: set TORCH and TORCHVISION together (e.g. TORCH=2.7.1 '
-                             'TORCHVISION=0.22.1), not only one of them\n')
-    assert not venv.exists()
-
-
 def test_makefile_passes_its_venv():
     # --no-print-directory: under `make test` this make is a sub-make, which
     # would otherwise announce the directory it enters.
@@ -133,12 +122,17 @@ def test_test_forks_runs_the_suite_in_the_forks_environment_but_for_mmdeploy():
                             '--ignore=tests/test_deployment/test_mmdeploy_two_stage.py')
 
 
-def test_an_unknown_family_is_one_line_before_anything_is_made(tmp_path):
+@pytest.mark.parametrize('setting,error', [
+    (dict(FAMILY='onedI'),
+     "FAMILY must be openmmlab (upstream OpenMMLab) or onedl (its maintained forks), not 'onedI'"),
+    (dict(TORCH='2.7.1'),
+     'set TORCH and TORCHVISION together (e.g. TORCH=2.7.1 TORCHVISION=0.22.1), not only one of them'),
+], ids=['unknown-family', 'torch-without-torchvision'])
+def test_a_wrong_setting_is_one_line_before_anything_is_made(setting, error, tmp_path):
     venv = tmp_path / 'venv'
-    env = {'PATH': '/usr/bin:/bin', 'HOME': str(tmp_path), 'VENV': str(venv), 'FAMILY': 'onedI'}
+    env = {'PATH': '/usr/bin:/bin', 'HOME': str(tmp_path), 'VENV': str(venv), **setting}
     result = subprocess.run(['bash', str(REPO / 'tools' / 'misc' / 'setup_env.sh')], capture_output=True, text=True,
                             timeout=60, env=env)
     assert result.returncode == 1 and result.stdout == ''
-    assert result.stderr == ("[setup] error: FAMILY must be openmmlab (upstream OpenMMLab) or onedl "
-                             "(its maintained forks), not 'onedI'\n")
+    assert result.stderr == f'[setup] error: {error}\n'
     assert not venv.exists()
