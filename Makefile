@@ -19,7 +19,7 @@ VENV_FORKS ?= .venv-onedl
 PY_FORKS := $(VENV_FORKS)/bin/python
 # what the forks' suite leaves out: mmdeploy's tests (upstream mmdeploy 1.3.1 is built for upstream
 # mmcv and mmengine; the forks' environment has no mmdeploy)
-FORKS_LEFT_OUT := tests/test_deployment/test_mmdeploy.py tests/test_deployment/test_mmdeploy_two_stage.py
+FORKS_LEFT_OUT := tests/test_deployment/test_mmdeploy
 VENV_FLOOR ?= .venv-floor
 PY_FLOOR := $(VENV_FLOOR)/bin/python
 # the torch floor (requirements/runtime.txt's torch>=, setup.py reads it; tests/test_packaging checks they agree)
