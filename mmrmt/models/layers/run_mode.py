@@ -114,11 +114,18 @@ def keeps_autograd() -> bool:
     return torch.is_grad_enabled() and not _records_graph()
 
 
+@torch.compiler.assume_constant_result  # dynamo of torch 2.7 cannot trace the call: it calls it as it traces
+def _autocast_available(device: str) -> bool:
+    """Whether autocast knows the device type ``device`` (``torch.amp.is_autocast_available``; a device
+    type's answer never changes)."""
+    return torch.amp.is_autocast_available(device)
+
+
 def autocast_dtype(x: torch.Tensor) -> Optional[torch.dtype]:
     """The dtype autocast computes matmuls of tensors on ``x``'s device type in; None outside autocast
     (and for device types autocast does not know, e.g. 'meta')."""
     device = x.device.type
-    if not torch.amp.is_autocast_available(device) or not torch.is_autocast_enabled(device):
+    if not _autocast_available(device) or not torch.is_autocast_enabled(device):
         return None
     return torch.get_autocast_dtype(device)
 

@@ -171,3 +171,19 @@ def test_torch_export_is_told_apart_from_torch_compile(strict):
         torch._dynamo.reset()
     assert torch.export.export(model, (x, ), strict=strict).module()(x).item() == 1
     assert model(x).item() == -1
+
+
+def test_autocast_dtype_compiles_into_one_graph():
+    """dynamo traces :func:`run_mode.autocast_dtype` without a graph break (that of torch 2.7 cannot
+    trace ``torch.amp.is_autocast_available``), answering as eager does inside and outside autocast."""
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return x + (1 if run_mode.autocast_dtype(x) is None else 2)
+
+    torch._dynamo.reset()
+    try:
+        compiled_forward = torch.compile(forward, backend='eager', fullgraph=True)
+        assert compiled_forward(torch.zeros(1)).item() == 1
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            assert compiled_forward(torch.zeros(1)).item() == 2
+    finally:
+        torch._dynamo.reset()
