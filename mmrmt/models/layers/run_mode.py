@@ -23,7 +23,10 @@ chunks. What a graph needs beyond that is the deployment side's
 (``mmrmt.deployment.export``): its forms take the fast classes' place in a
 built model for an export, an mmdeploy conversion or a FLOP count (plain
 ops only, which a graph and a FLOP counter know), and it knows whether an
-export is of fixed shapes.
+export is of fixed shapes. It reads whether ``torch.export`` records the
+forward here too (:func:`torch_exports`: one reading for every torch
+supported, since torch before 2.14 answers ``torch.compiler.is_exporting()``
+True inside ``torch.compile``).
 
 The matrix. Rows: training is train mode with grad; "no grad" is
 ``torch.no_grad()`` or ``torch.inference_mode()``; train mode without grad
