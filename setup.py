@@ -1,6 +1,7 @@
 """Install mmrmt: RMT, ResT and ResMLP backbones for MMDetection and MMSegmentation.
 
-The core (torch, torchvision, timm; ``requirements/runtime.txt``) always; the
+The core (torch>=2.7.1, torchvision>=0.22.1, timm; ``requirements/runtime.txt``:
+the torch floor ``make test-floor`` checks) always; the
 OpenMMLab family and the library the backbones serve as an extra, so that
 either library is enough and an environment holding the maintained forks
 (onedl-mmcv, onedl-mmengine, ...: the same modules under other distribution

@@ -44,4 +44,5 @@ def test_the_eager_classes_ask_run_mode_only_the_three_eager_questions():
 def test_run_mode_offers_only_the_three_eager_questions():
     offered = {name for name, value in vars(run_mode).items()
                if inspect.isfunction(value) and value.__module__ == run_mode.__name__ and not name.startswith('_')}
-    assert offered - {'inference_chunk_images'} == EAGER_QUESTIONS
+    # torch_exports: torch.export's state read the same on every torch, for the deployment side's is_exporting
+    assert offered - {'inference_chunk_images', 'torch_exports'} == EAGER_QUESTIONS

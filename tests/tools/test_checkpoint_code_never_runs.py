@@ -23,8 +23,9 @@ import torch
 from mmrmt.checkpoint.strict_mmengine_loading import REFUSAL_ADVICE
 from helpers.code_in_checkpoint import save_pickle_payload, with_code_in_saved_config
 from helpers.tool_modules import import_tool
-from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, exit_message, library_train_script,
-                          load_checkpoint, run_script, run_tool, seg_data_options, tool_env)
+from tool_process import (DET_CONFIG, MMSEG_TOOLS_READ_OUR_CONFIGS, SEG_CONFIG, assert_mmseg_tools_stop, check_ok,
+                          det_data_options, exit_message, library_train_script, load_checkpoint, run_script, run_tool,
+                          seg_data_options, tool_env)
 
 
 @pytest.fixture
@@ -105,6 +106,17 @@ def assert_refused_in_one_line(result, checkpoint: Path, marker: Path) -> None:
     assert 'weights_only' not in last.replace(str(checkpoint), '')  # not torch's advice to turn the safety off
 
 
+def assert_library_refused(library: str, result, checkpoint: Path, marker: Path) -> None:
+    """mmdet's or mmseg's own tool refused the checkpoint in one line (:func:`assert_refused_in_one_line`);
+    mmseg's, where it cannot read our configs (the forks: ``MMSEG_TOOLS_READ_OUR_CONFIGS``), stopped at
+    the config, before reading any checkpoint."""
+    if library == 'mmseg' and not MMSEG_TOOLS_READ_OUR_CONFIGS:
+        assert not marker.exists(), 'the pickle payload ran'
+        assert_mmseg_tools_stop(result)
+    else:
+        assert_refused_in_one_line(result, checkpoint, marker)
+
+
 def test_mmengine_load_checkpoint_refuses_a_pickle_payload(pickled_code):
     """``load_checkpoint`` of a user's script after ``import mmrmt``: never a fallback to
     ``weights_only=False`` (onedl-mmengine's ``_safe_torch_load`` retries with it)."""
@@ -130,7 +142,7 @@ def test_library_train_script_refuses_a_pickle_payload(library, config, data_opt
                 ['model.init_cfg.type=Pretrained', f'model.init_cfg.checkpoint={checkpoint}'])
     result = run_script(library_train_script(library), [config, '--work-dir', tmp_path / 'work', '--cfg-options',
                                                         *settings, *data_options(demo_root)])
-    assert_refused_in_one_line(result, checkpoint, marker)
+    assert_library_refused(library, result, checkpoint, marker)
     if option == 'load_from':  # read before the runner makes anything (init_cfg's file is read at training)
         assert not (tmp_path / 'work').exists()
 
@@ -153,7 +165,7 @@ def test_library_test_script_refuses_a_pickle_payload(library, config, data_opti
     script = library_train_script(library).with_name('test.py')
     result = run_script(script, [config, checkpoint, '--work-dir', tmp_path / 'work', '--cfg-options',
                                  *data_options(demo_root)])
-    assert_refused_in_one_line(result, checkpoint, marker)
+    assert_library_refused(library, result, checkpoint, marker)
     assert not (tmp_path / 'work').exists()
 
 

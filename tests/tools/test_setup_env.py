@@ -1,6 +1,8 @@
 """The parts of tools/misc/setup_env.sh that can be checked without building
-an environment: finding the mmcv wheel, the Makefile handing over VENV (and
-FAMILY=onedl for the forks' environment), an unknown FAMILY."""
+an environment: finding the mmcv wheel (another torch's under its own
+subfolder), the Makefile handing over VENV (and FAMILY=onedl for the forks'
+environment, TORCH and TORCHVISION for the floor's), an unknown FAMILY, a
+torch without its torchvision."""
 import subprocess
 import zipfile
 from pathlib import Path
@@ -12,8 +14,8 @@ from tool_process import REPO, run_tool
 WHEEL = 'mmcv-2.1.0-cp311-cp311-linux_x86_64.whl'
 
 
-def find_wheel(*folders) -> subprocess.CompletedProcess:
-    return run_tool(['misc/find_wheel.sh', WHEEL, *folders], timeout=60)
+def find_wheel(*folders, under: str = '') -> subprocess.CompletedProcess:
+    return run_tool(['misc/find_wheel.sh', *(['--under', under] if under else []), WHEEL, *folders], timeout=60)
 
 
 def write_wheel(folder: Path) -> Path:
@@ -56,6 +58,47 @@ def test_no_wheel_anywhere_is_status_1_and_silent(empty_cache, tmp_path):
     assert result.returncode == 1 and result.stdout == '' and result.stderr == ''
 
 
+def test_each_torch_finds_its_own_wheel_only(tmp_path):
+    """The floor's setup (``--under torch-2.7.1``) and the default one share the wheel folders, and
+    their mmcv wheels the file name: neither takes the other's."""
+    default, floor = write_wheel(tmp_path / 'house'), write_wheel(tmp_path / 'cache' / 'torch-2.7.1')
+    assert find_wheel(tmp_path / 'house', tmp_path / 'cache').stdout.strip() == str(default)
+    assert find_wheel(tmp_path / 'house', tmp_path / 'cache', under='torch-2.7.1').stdout.strip() == str(floor)
+    assert find_wheel(tmp_path / 'cache').returncode == 1  # the floor's wheel only: no default one
+    assert find_wheel(tmp_path / 'house', under='torch-2.7.1').returncode == 1  # the default's only
+
+
+def makefile_variable(name: str) -> str:
+    """The value the Makefile gives ``name`` (``make -pn``: its database, nothing run)."""
+    database = subprocess.run(['make', '--no-print-directory', '-pn', 'lint'], cwd=REPO, capture_output=True,
+                              text=True, timeout=60).stdout
+    (value, ) = [line.split(' := ', 1)[1] for line in database.splitlines() if line.startswith(f'{name} := ')]
+    return value
+
+
+def test_makefile_builds_the_floor_environment_with_the_floor_torch():
+    result = subprocess.run(['make', '--no-print-directory', '-n', 'setup-floor', 'VENV_FLOOR=/tmp/floor venv'],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    torch, torchvision = makefile_variable('TORCH_FLOOR'), makefile_variable('TORCHVISION_FLOOR')
+    assert result.stdout.strip() == (f"TORCH={torch} TORCHVISION={torchvision} VENV='/tmp/floor venv' "
+                                     'bash tools/misc/setup_env.sh')
+
+
+def test_test_floor_runs_the_named_tests_in_the_floor_environment():
+    result = subprocess.run(['make', '--no-print-directory', '-n', 'test-floor', 'VENV_FLOOR=/tmp/floor'],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    command = result.stdout.strip().splitlines()[-1]
+    assert command.startswith(f'/tmp/floor/bin/python -m pytest {makefile_variable("FLOOR_TESTS")} ')
+    assert all((REPO / path).exists() for path in makefile_variable('FLOOR_TESTS').split())
+
+
+def test_the_declared_torch_floor_is_the_one_make_test_floor_checks():
+    """requirements/runtime.txt (which setup.py declares) names the torch and torchvision of make setup-floor."""
+    runtime = (REPO / 'requirements' / 'runtime.txt').read_text().splitlines()
+    assert f'torch>={makefile_variable("TORCH_FLOOR")}' in runtime
+    assert f'torchvision>={makefile_variable("TORCHVISION_FLOOR")}' in runtime
+
+
 def test_makefile_passes_its_venv():
     # --no-print-directory: under `make test` this make is a sub-make, which
     # would otherwise announce the directory it enters.
@@ -75,16 +118,21 @@ def test_test_forks_runs_the_suite_in_the_forks_environment_but_for_mmdeploy():
                             cwd=REPO, capture_output=True, text=True, timeout=60)
     command = result.stdout.strip().splitlines()[-1]
     assert command.startswith('/tmp/forks/bin/python -m pytest tests ')
-    assert command.endswith(' --ignore=tests/test_deployment/test_mmdeploy.py '
-                            '--ignore=tests/test_deployment/test_mmdeploy_two_stage.py')
+    assert command.endswith(' --ignore=tests/test_deployment/test_mmdeploy')
+    assert (REPO / 'tests' / 'test_deployment' / 'test_mmdeploy' / 'test_mmdeploy.py').is_file()
 
 
-def test_an_unknown_family_is_one_line_before_anything_is_made(tmp_path):
+@pytest.mark.parametrize('setting,error', [
+    (dict(FAMILY='onedI'),
+     "FAMILY must be openmmlab (upstream OpenMMLab) or onedl (its maintained forks), not 'onedI'"),
+    (dict(TORCH='2.7.1'),
+     'set TORCH and TORCHVISION together (e.g. TORCH=2.7.1 TORCHVISION=0.22.1), not only one of them'),
+], ids=['unknown-family', 'torch-without-torchvision'])
+def test_a_wrong_setting_is_one_line_before_anything_is_made(setting, error, tmp_path):
     venv = tmp_path / 'venv'
-    env = {'PATH': '/usr/bin:/bin', 'HOME': str(tmp_path), 'VENV': str(venv), 'FAMILY': 'onedI'}
+    env = {'PATH': '/usr/bin:/bin', 'HOME': str(tmp_path), 'VENV': str(venv), **setting}
     result = subprocess.run(['bash', str(REPO / 'tools' / 'misc' / 'setup_env.sh')], capture_output=True, text=True,
                             timeout=60, env=env)
     assert result.returncode == 1 and result.stdout == ''
-    assert result.stderr == ("[setup] error: FAMILY must be openmmlab (upstream OpenMMLab) or onedl "
-                             "(its maintained forks), not 'onedI'\n")
+    assert result.stderr == f'[setup] error: {error}\n'
     assert not venv.exists()

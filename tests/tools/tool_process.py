@@ -20,6 +20,7 @@ import pytest
 import torch
 
 import mmrmt  # noqa: F401  (lets weights-only torch.load read mmengine checkpoints)
+from mmrmt.config_bases import distribution_installed
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIGS = REPO / 'tests' / 'data' / 'configs'
@@ -134,6 +135,26 @@ def run_script(script: Path, args: Sequence[object], timeout: float = 300,
 def library_train_script(library: str) -> Path:
     """The tools/train.py shipped inside an installed mmdet / mmseg package."""
     return Path(import_module(library).__file__).parent / '.mim' / 'tools' / 'train.py'
+
+
+#: Whether mmseg's own tools/train.py and test.py read our segmentation configs. They read a config
+#: before its custom_imports (mmrmt, whose import lets mmengine find the onedl fork's mmseg), and
+#: mmengine looks its ``mmseg::`` bases up under upstream's distribution name, ``mmsegmentation``,
+#: not the fork's ``onedl-mmsegmentation`` (onedl-mmengine 0.10.12 too): on the forks they stop
+#: with the line :data:`MMSEG_TOOLS_STOP` (docs/troubleshooting.md; our tools/train.py and
+#: tools/test.py read the configs on either family).
+MMSEG_TOOLS_READ_OUR_CONFIGS = distribution_installed('mmsegmentation')
+MMSEG_TOOLS_STOP = 'ModuleNotFoundError: mmsegmentation is not installed, please install mmsegmentation manually'
+#: A test of mmseg's own tools reading our configs: expected to fail where they cannot (it then must).
+READ_BY_MMSEG_TOOLS = pytest.mark.xfail(not MMSEG_TOOLS_READ_OUR_CONFIGS, strict=True,
+                                        reason=f'mmseg\'s own tools cannot read our configs here: {MMSEG_TOOLS_STOP}')
+
+
+def assert_mmseg_tools_stop(result: subprocess.CompletedProcess) -> None:
+    """mmseg's own tool stopped at our config's ``mmseg::`` bases (see :data:`MMSEG_TOOLS_READ_OUR_CONFIGS`),
+    before anything of the run."""
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == MMSEG_TOOLS_STOP, result.stderr[-3000:]
 
 
 def run_tool(args: Sequence[object], timeout: float = 300, fresh: bool = False) -> subprocess.CompletedProcess:

@@ -4,11 +4,15 @@
 # family $FAMILY: openmmlab (the default, what `make setup` builds) or onedl
 # (the maintained forks, what `make setup-forks` builds).
 #
-#   torch 2.14.1 + torchvision 0.29.1
+#   torch $TORCH + torchvision $TORCHVISION: 2.14.1 and 0.29.1 unless both are
+#       given (make setup-floor: the oldest torch requirements/runtime.txt names)
 #   mmcv with compiled ops (openmmlab: mmcv 2.1.0; onedl: onedl-mmcv 2.3.6): a
 #       matching wheel from $MMRMT_WHEELHOUSE or ~/.cache/mmrmt/wheels (found by
 #       find_wheel.sh; an empty or half-written cache is skipped), else built
-#       from the PyPI sdist and cached there
+#       from the PyPI sdist and cached there. Wheels for torch 2.14.1 lie in
+#       those folders themselves, wheels for another torch in their subfolder
+#       torch-$TORCH (mmcv's ops only load into the torch they were built
+#       against, and the wheels' file names do not say which)
 #   mmrmt itself, editable, with its extras for the family (openmmlab: all, i.e.
 #       mmdet 3.3.0, mmsegmentation 1.2.2 + ftfy, regex; onedl: onedl-all, i.e.
 #       onedl-mmdetection 3.5.1, onedl-mmsegmentation 1.4.2), tests (pytest,
@@ -25,6 +29,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=${VENV:-$ROOT/.venv}
 PYTHON=${PYTHON:-python3}
 FAMILY=${FAMILY:-openmmlab}
+DEFAULT_TORCH=2.14.1 DEFAULT_TORCHVISION=0.29.1
+TORCH=${TORCH:-} TORCHVISION=${TORCHVISION:-}
 CONSTRAINTS=$ROOT/requirements/constraints.txt
 CACHE_WHEELHOUSE=${XDG_CACHE_HOME:-$HOME/.cache}/mmrmt/wheels
 BUILD_DIR=
@@ -57,6 +63,17 @@ case $FAMILY in
         exit 1 ;;
 esac
 
+# Another torch than the default: both versions given, their own constraints
+# (requirements/constraints.txt with its torch pins replaced) and wheel folders.
+if [ -z "$TORCH$TORCHVISION" ]; then
+    TORCH=$DEFAULT_TORCH TORCHVISION=$DEFAULT_TORCHVISION
+elif [ -z "$TORCH" ] || [ -z "$TORCHVISION" ]; then
+    fail "set TORCH and TORCHVISION together (e.g. TORCH=2.7.1 TORCHVISION=0.22.1), not only one of them"
+fi
+WHEEL_SUBDIR=
+[ "$TORCH" = "$DEFAULT_TORCH" ] || WHEEL_SUBDIR=torch-$TORCH
+WHEELS=$CACHE_WHEELHOUSE${WHEEL_SUBDIR:+/$WHEEL_SUBDIR}
+
 command -v "$PYTHON" >/dev/null || fail "no Python interpreter '$PYTHON': install Python 3.11 or set PYTHON"
 if [ ! -x "$VENV/bin/python" ]; then
     log "creating virtual environment $VENV"
@@ -64,13 +81,18 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PY=$VENV/bin/python
 PIP=("$PY" -m pip --disable-pip-version-check)
+if [ -n "$WHEEL_SUBDIR" ]; then
+    sed -e "s/^torch==.*/torch==$TORCH/" -e "s/^torchvision==.*/torchvision==$TORCHVISION/" \
+        "$ROOT/requirements/constraints.txt" > "$VENV/.mmrmt-constraints.txt"
+    CONSTRAINTS=$VENV/.mmrmt-constraints.txt
+fi
 PIP_INSTALL=("${PIP[@]}" install -c "$CONSTRAINTS")
 
 has() { "$PY" -c "$1" >/dev/null 2>&1; }
 
 # What each step below makes true, as Python statements that fail otherwise.
 SETUPTOOLS_OK="import setuptools; assert (77, 0) <= tuple(int(p) for p in setuptools.__version__.split('.')[:2]) < (81, 0)"
-TORCH_OK="import torch, torchvision; assert (torch.__version__.split('+')[0], torchvision.__version__.split('+')[0]) == ('2.14.1', '0.29.1')"
+TORCH_OK="import torch, torchvision; assert (torch.__version__.split('+')[0], torchvision.__version__.split('+')[0]) == ('$TORCH', '$TORCHVISION')"
 MMCV_OK="import mmcv; from mmcv.ops import nms; assert mmcv.__version__ == '$MMCV_VERSION'"
 PACKAGES_OK="import mmdet, mmseg, timm, pytest, xdist, flake8, isort, ftfy, regex, onnx, onnxruntime, onnxscript, openvino, mmrmt"
 NMS_RUNS="
@@ -85,7 +107,7 @@ print('cuda' if torch.cuda.is_available() else 'cpu')
 
 # Reinstall the Python dependencies whenever their declarations change.
 STAMP=$VENV/.mmrmt-requirements
-wanted=$( (echo "$FAMILY"; cat "$ROOT"/requirements/*.txt "$ROOT/setup.py") | sha256sum | cut -d' ' -f1)
+wanted=$( (echo "$FAMILY $TORCH $TORCHVISION"; cat "$ROOT"/requirements/*.txt "$ROOT/setup.py") | sha256sum | cut -d' ' -f1)
 
 # Checked before and nothing installed or removed since (pip changes site-packages' modification time).
 READY=$VENV/.mmrmt-ready
@@ -114,8 +136,8 @@ if ! has "$SETUPTOOLS_OK"; then
 fi
 
 if ! has "$TORCH_OK"; then
-    log "installing torch 2.14.1 and torchvision 0.29.1"
-    "${PIP_INSTALL[@]}" -q torch==2.14.1 torchvision==0.29.1
+    log "installing torch $TORCH and torchvision $TORCHVISION"
+    "${PIP_INSTALL[@]}" -q "torch==$TORCH" "torchvision==$TORCHVISION"
 fi
 
 mmcv_ok() { has "$MMCV_OK"; }
@@ -123,7 +145,8 @@ mmcv_ok() { has "$MMCV_OK"; }
 MMCV_WHEEL=${MMCV_DIST//-/_}-$MMCV_VERSION-$("$PY" -c 'import sys; print("cp%d%d-cp%d%d" % (sys.version_info[:2] * 2))')-linux_$(uname -m).whl
 
 find_mmcv_wheel() {
-    bash "$ROOT/tools/misc/find_wheel.sh" "$MMCV_WHEEL" "${MMRMT_WHEELHOUSE:-}" "$CACHE_WHEELHOUSE"
+    bash "$ROOT/tools/misc/find_wheel.sh" ${WHEEL_SUBDIR:+--under "$WHEEL_SUBDIR"} "$MMCV_WHEEL" \
+        "${MMRMT_WHEELHOUSE:-}" "$CACHE_WHEELHOUSE"
 }
 
 build_mmcv_wheel() {
@@ -133,13 +156,14 @@ build_mmcv_wheel() {
     "${PIP[@]}" download -q --no-deps --no-binary :all: "$MMCV_DIST==$MMCV_VERSION" -d "$BUILD_DIR"
     tar -xzf "$BUILD_DIR"/*.tar.gz -C "$BUILD_DIR"
     source=$(find "$BUILD_DIR" -mindepth 1 -maxdepth 1 -type d)
-    # torch 2.14's headers need C++20; mmcv 2.1.0 asks for C++17 (onedl-mmcv already for C++20).
-    sed -i 's/-std=c++17/-std=c++20/g' "$source/setup.py"
+    # mmcv 2.1.0 asks for C++17, which torch 2.14's headers do not compile in: without it torch's
+    # BuildExtension adds the standard of the installed torch (2.14: C++20; onedl-mmcv already asks for it).
+    sed -i "s/'-std=c++17'//g" "$source/setup.py"
     # mmcv's own runtime dependencies, so the build can import what it needs.
     "${PIP_INSTALL[@]}" -q addict "$MMENGINE_DIST" numpy packaging Pillow pyyaml yapf opencv-python
-    mkdir -p "$CACHE_WHEELHOUSE"
+    mkdir -p "$WHEELS"
     MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS=${MAX_JOBS:-2} \
-        "${PIP[@]}" wheel -q --no-build-isolation --no-deps -w "$CACHE_WHEELHOUSE" "$source"
+        "${PIP[@]}" wheel -q --no-build-isolation --no-deps -w "$WHEELS" "$source"
     rm -rf "$BUILD_DIR"
     BUILD_DIR=
 }
@@ -149,7 +173,7 @@ if ! mmcv_ok; then
         log "installing mmcv from $wheel"
         "${PIP_INSTALL[@]}" "$wheel" || log "$wheel does not install here"
     else
-        log "no $MMCV_WHEEL in ${MMRMT_WHEELHOUSE:+$MMRMT_WHEELHOUSE or }$CACHE_WHEELHOUSE"
+        log "no $MMCV_WHEEL in ${MMRMT_WHEELHOUSE:+$MMRMT_WHEELHOUSE${WHEEL_SUBDIR:+/$WHEEL_SUBDIR} or }$WHEELS"
         wheel=
     fi
     if ! mmcv_ok; then
@@ -158,7 +182,7 @@ if ! mmcv_ok; then
             "${PIP[@]}" uninstall -y -q "$MMCV_DIST" || true
         fi
         build_mmcv_wheel
-        wheel=$(find_mmcv_wheel) || fail "the mmcv build wrote no $MMCV_WHEEL into $CACHE_WHEELHOUSE"
+        wheel=$(find_mmcv_wheel) || fail "the mmcv build wrote no $MMCV_WHEEL into $WHEELS"
         "${PIP_INSTALL[@]}" "$wheel"
         mmcv_ok || fail "mmcv built from source does not import with its ops (from mmcv.ops import nms)"
     fi

@@ -15,10 +15,12 @@ from typing import Iterator
 
 import torch
 
+from mmrmt.models.layers.run_mode import torch_exports
+
 
 def is_exporting() -> bool:
     """True while ``torch.onnx.export`` (either exporter) or ``torch.export`` records the forward."""
-    return torch.onnx.is_in_onnx_export() or torch.compiler.is_exporting()
+    return torch.onnx.is_in_onnx_export() or torch_exports()
 
 
 #: Whether the exports being recorded write graphs of fixed shapes (see :func:`fixed_shape_export`): a

@@ -23,7 +23,10 @@ chunks. What a graph needs beyond that is the deployment side's
 (``mmrmt.deployment.export``): its forms take the fast classes' place in a
 built model for an export, an mmdeploy conversion or a FLOP count (plain
 ops only, which a graph and a FLOP counter know), and it knows whether an
-export is of fixed shapes.
+export is of fixed shapes. It reads whether ``torch.export`` records the
+forward here too (:func:`torch_exports`: one reading for every torch
+supported, since torch before 2.14 answers ``torch.compiler.is_exporting()``
+True inside ``torch.compile``).
 
 The matrix. Rows: training is train mode with grad; "no grad" is
 ``torch.no_grad()`` or ``torch.inference_mode()``; train mode without grad
@@ -76,9 +79,36 @@ import torch
 INFERENCE_CHUNK_BYTES = 8 * 2**20
 
 
+#: Whether ``torch.compiler.is_exporting()`` tells ``torch.export`` from ``torch.compile``: before torch
+#: 2.14 dynamo answers it True in every graph it traces, compiled ones too (pytorch/pytorch#176347).
+_IS_EXPORTING_TELLS_COMPILE_APART = torch.__version__ >= (2, 14)
+
+
+@torch.compiler.assume_constant_result  # dynamo calls it as it traces, keeping the answer
+def _dynamo_traces_an_export() -> bool:
+    """True while dynamo traces the forward for a (strict) ``torch.export``, not for ``torch.compile``:
+    the export flag of the frame it traces (torch before 2.14; called in dynamo's tracing only)."""
+    from torch._dynamo.symbolic_convert import InstructionTranslator
+    frame = InstructionTranslator.current_tx()
+    return frame is not None and bool(frame.export)
+
+
+def torch_exports() -> bool:
+    """True while ``torch.export`` records the forward, strict (dynamo) or not, and with it the dynamo
+    ONNX exporter; False in ``torch.compile``, on every torch we support.
+
+    torch 2.14 and later: ``torch.compiler.is_exporting()``. Before, that answers True inside
+    ``torch.compile`` too, and its flag is set by a non-strict export only: a strict export's dynamo
+    trace is told by the export flag of the traced frame.
+    """
+    if _IS_EXPORTING_TELLS_COMPILE_APART:
+        return torch.compiler.is_exporting()
+    return torch.compiler._is_exporting_flag or (torch.compiler.is_compiling() and _dynamo_traces_an_export())
+
+
 def _records_graph() -> bool:
     """True while ``torch.jit.trace``, ONNX export (either exporter) or ``torch.export`` records the forward."""
-    return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch.compiler.is_exporting()
+    return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch_exports()
 
 
 def keeps_autograd() -> bool:
@@ -87,11 +117,18 @@ def keeps_autograd() -> bool:
     return torch.is_grad_enabled() and not _records_graph()
 
 
+@torch.compiler.assume_constant_result  # dynamo of torch 2.7 cannot trace the call: it calls it as it traces
+def _autocast_available(device: str) -> bool:
+    """Whether autocast knows the device type ``device`` (``torch.amp.is_autocast_available``; a device
+    type's answer never changes)."""
+    return torch.amp.is_autocast_available(device)
+
+
 def autocast_dtype(x: torch.Tensor) -> Optional[torch.dtype]:
     """The dtype autocast computes matmuls of tensors on ``x``'s device type in; None outside autocast
     (and for device types autocast does not know, e.g. 'meta')."""
     device = x.device.type
-    if not torch.amp.is_autocast_available(device) or not torch.is_autocast_enabled(device):
+    if not _autocast_available(device) or not torch.is_autocast_enabled(device):
         return None
     return torch.get_autocast_dtype(device)
 

@@ -148,3 +148,42 @@ def test_autocast_dtype_is_the_autocast_dtype_of_the_tensors_device():
                                                     (10 * run_mode.INFERENCE_CHUNK_BYTES, 1)])
 def test_a_chunk_holds_as_many_images_as_fit_the_budget_and_at_least_one(bytes_per_image, images):
     assert run_mode.inference_chunk_images(bytes_per_image) == images
+
+
+class ExportTold(torch.nn.Module):
+    """Adds 1 where :func:`run_mode.torch_exports` answers True, subtracts 1 elsewhere: the answer a
+    graph was traced with stays in it (the recorder of the matrix above records nothing in a strict
+    export, which does not replay a forward's side effects)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1 if run_mode.torch_exports() else x - 1
+
+
+@pytest.mark.parametrize('strict', [False, True], ids=['non-strict', 'strict'])
+def test_torch_export_is_told_apart_from_torch_compile(strict):
+    """Strict (dynamo) and non-strict exports answer True, a compiled forward False: torch before 2.14
+    answers ``torch.compiler.is_exporting()`` True in both (pytorch/pytorch#176347)."""
+    model, x = ExportTold(), torch.zeros(1)
+    torch._dynamo.reset()
+    try:
+        assert torch.compile(model, backend='eager')(x).item() == -1
+    finally:
+        torch._dynamo.reset()
+    assert torch.export.export(model, (x, ), strict=strict).module()(x).item() == 1
+    assert model(x).item() == -1
+
+
+def test_autocast_dtype_compiles_into_one_graph():
+    """dynamo traces :func:`run_mode.autocast_dtype` without a graph break (that of torch 2.7 cannot
+    trace ``torch.amp.is_autocast_available``), answering as eager does inside and outside autocast."""
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return x + (1 if run_mode.autocast_dtype(x) is None else 2)
+
+    torch._dynamo.reset()
+    try:
+        compiled_forward = torch.compile(forward, backend='eager', fullgraph=True)
+        assert compiled_forward(torch.zeros(1)).item() == 1
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            assert compiled_forward(torch.zeros(1)).item() == 2
+    finally:
+        torch._dynamo.reset()
