@@ -295,9 +295,9 @@ SCRIPT_ROWS = [
     ('dist_test.sh', ['{det}', '{whole}', '0'], "got '0'"),
 ]
 
-#: mmdet's and mmseg's own train.py (subprocesses: slow, so few rows).
+#: mmdet's and mmseg's own train.py (subprocesses: slow, so few rows): pytest params of (library, config, lock).
 LAUNCHER_ROWS = [
-    ('mmdet', DET_CONFIG, 'lock_fifo'), ('mmdet', DET_CONFIG, 'lock_dangling'),
+    pytest.param('mmdet', DET_CONFIG, 'lock_fifo'), pytest.param('mmdet', DET_CONFIG, 'lock_dangling'),
     pytest.param('mmseg', SEG_CONFIG, 'lock_folder', marks=READ_BY_MMSEG_TOOLS),
     pytest.param('mmseg', SEG_CONFIG, 'lock_wide_pid', marks=READ_BY_MMSEG_TOOLS),
 ]
@@ -609,7 +609,8 @@ def table_markdown() -> str:
         poor = POOR.get(row_id((tool, args, expected)))
         verdict = f'POOR: {poor}' if poor else 'GOOD'
         lines.append(f'| {number} | {tool} | {cell(" ".join(args))} | {cell(expected)} | {verdict} |')
-    for number, (library, config, lock) in enumerate(LAUNCHER_ROWS, len(ROWS) + 1):
+    for number, row in enumerate(LAUNCHER_ROWS, len(ROWS) + 1):
+        library, config, lock = row.values
         args = f'{Path(config).name} --work-dir {{{lock}}}'
         lines.append(f'| {number} | {library}/.mim/tools/train.py | {cell(args)} | {cell(LOCKS[lock])} | GOOD |')
     for number, (script, args, expected) in enumerate(SCRIPT_ROWS, len(ROWS) + len(LAUNCHER_ROWS) + 1):
