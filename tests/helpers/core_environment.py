@@ -19,9 +19,26 @@ from typing import Dict, FrozenSet, List, Tuple
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-#: What every mmrmt install needs (requirements/runtime.txt), and setuptools,
-#: which a fresh environment has and mmengine's config lookup imports.
-CORE = ('torch', 'torchvision', 'mmcv', 'mmengine', 'timm', 'setuptools')
+#: What every mmrmt install needs (requirements/runtime.txt) but mmcv and mmengine,
+#: and setuptools, which a fresh environment has and mmengine's config lookup imports.
+SHARED_CORE = ('torch', 'torchvision', 'timm', 'setuptools')
+#: Each OpenMMLab family's distributions: the prefix of its extras ('' upstream),
+#: its mmcv and mmengine (the rest of the core) and its det / seg libraries.
+FAMILIES = {
+    'openmmlab': dict(extras='', core=('mmcv', 'mmengine'), det='mmdet', seg='mmsegmentation'),
+    'onedl': dict(extras='onedl-', core=('onedl-mmcv', 'onedl-mmengine'), det='onedl-mmdetection',
+                  seg='onedl-mmsegmentation'),
+}
+
+
+def running_family() -> str:
+    """The OpenMMLab family of the running environment: 'onedl' for the maintained forks,
+    else 'openmmlab'."""
+    try:
+        metadata.distribution('onedl-mmengine')
+    except metadata.PackageNotFoundError:
+        return 'openmmlab'
+    return 'onedl'
 
 
 def required_distributions(roots: Tuple[str, ...]) -> List[metadata.Distribution]:
@@ -57,11 +74,13 @@ def link_distributions(distributions: List[metadata.Distribution], folder: Path)
 
 
 def core_environment(root: Path) -> Path:
-    """A fresh virtual environment in ``root/venv`` seeing only :data:`CORE` of
-    this one (linked in ``root/core``); return its Python."""
+    """A fresh virtual environment in ``root/venv`` seeing only the core of this one
+    (:data:`SHARED_CORE` and the running family's mmcv and mmengine, linked in
+    ``root/core``); return its Python."""
     venv = root / 'venv'
     subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(venv)], check=True)
-    link_distributions(required_distributions(CORE), root / 'core')
+    core = SHARED_CORE + FAMILIES[running_family()]['core']
+    link_distributions(required_distributions(core), root / 'core')
     python = venv / 'bin' / 'python'
     site_packages = subprocess.run([str(python), '-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'],
                                    capture_output=True, text=True, check=True).stdout.strip()
