@@ -67,9 +67,8 @@ def check_deploy_config(path: str) -> Config:
 
 
 def preflight(args: argparse.Namespace) -> Tuple[Config, Config, str]:
-    """Check every input before anything is built; return both configs and the graph's path."""
-    if importlib.util.find_spec('mmdeploy') is None:
-        raise PreflightError(f'mmdeploy is not installed; {MMDEPLOY_HINT}')
+    """Check every input, then that mmdeploy is installed, before anything is built; return both
+    configs and the graph's path."""
     deploy_cfg = check_deploy_config(args.deploy_cfg)
     model_cfg = read_config(args.model_cfg)
     if 'model' not in model_cfg or model_cfg.get('default_scope') != deploy_cfg.codebase_config.type:
@@ -85,6 +84,8 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Config, str]:
     check_new_file(graph, 'the graph', args.force,
                    inputs=[('the deploy config', args.deploy_cfg), ('the model config', args.model_cfg),
                            ('the image', args.image), ('--weights', args.weights)])
+    if importlib.util.find_spec('mmdeploy') is None:
+        raise PreflightError(f'mmdeploy is not installed; {MMDEPLOY_HINT}')
     return deploy_cfg, model_cfg, graph
 
 
