@@ -33,11 +33,13 @@ from contextlib import nullcontext
 import torch
 from mmengine.config import Config
 
-from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files, check_new_file,
+from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
                          check_not_an_input, check_run_checkpoint, check_writable, config_model_shapes,
                          dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase)
 from mmrmt.utils.amp import amp_dtype
 from mmrmt.utils.output_claim import claimed
+from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
+                                        is_detection, prepare_prediction_out)
 from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 from mmrmt.utils.test_time_aug import use_test_time_aug
 
@@ -47,11 +49,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('config', help='test config file path')
     parser.add_argument('checkpoint', help='checkpoint file')
     parser.add_argument('--work-dir', help='the dir to save logs and metrics')
-    parser.add_argument(
-        '--out', help='detection: .pkl file receiving the predictions; segmentation: folder '
-        'receiving the predicted label maps')
-    parser.add_argument('--force', action='store_true',
-                        help='replace an existing --out file (detection)')
+    add_prediction_out_arguments(parser)
     parser.add_argument('--show', action='store_true', help='show the predictions in a window')
     parser.add_argument('--show-dir', help='folder receiving images painted with the predictions')
     parser.add_argument('--wait-time', type=float, default=2, help='seconds each shown image stays')
@@ -61,10 +59,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--amp', action='store_true',
                         help='automatic mixed precision: float16 on CUDA, bf16 on a CPU with AVX-512 BF16 or AMX')
     return parse_launch_args(parser)
-
-
-def is_detection(cfg: Config) -> bool:
-    return cfg.get('default_scope') == 'mmdet'
 
 
 def enable_visualization(cfg: Config, args: argparse.Namespace) -> None:
@@ -106,13 +100,7 @@ def main() -> None:
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
     check_not_an_input(cfg.work_dir, '--work-dir', inputs)
     check_work_dir_unused(cfg.work_dir)
-    if args.out and is_detection(cfg) and not args.out.endswith(('.pkl', '.pickle')):
-        raise PreflightError(f'--out must name a .pkl file for detection, got {args.out}')
-    if args.out and is_detection(cfg):
-        check_new_file(args.out, '--out', args.force, inputs)
-    elif args.out:
-        check_writable(args.out, '--out', is_dir=True)
-        check_not_an_input(args.out, '--out', inputs)
+    check_prediction_out(cfg, args.out, args.force, inputs)
     if args.show_dir:
         check_writable(args.show_dir, '--show-dir', is_dir=True)
         check_not_an_input(args.show_dir, '--show-dir', inputs)
@@ -124,14 +112,10 @@ def main() -> None:
         enable_visualization(cfg, args)
     cfg.load_from = args.checkpoint
     use_own_work_dir_runner(cfg)
-    if args.out and not is_detection(cfg):
-        cfg.test_evaluator.output_dir = args.out
-        cfg.test_evaluator.keep_results = True
+    prepare_prediction_out(cfg, args.out)
     with claimed(args.out, '--out') if args.out else nullcontext():
         runner = build_runner(cfg)
-        if args.out and is_detection(cfg):
-            from mmrmt.utils.prediction_dump import AtomicDumpDetResults
-            runner.test_evaluator.metrics.append(AtomicDumpDetResults(args.out, args.force))
+        add_prediction_dump(runner, cfg, args.out, args.force)
         run_phase(runner, 'test')
 
 

@@ -4,12 +4,20 @@ configs, demo data): metrics of a graph, an int8 file, a profile; bad inputs are
 The runs that compute something are subprocesses, as users run the tools (one refusal too, for the exit
 status); the other refusals run the script in this process (tool_process.exit_message), and the graphs
 they read are exported in this process by pytorch2onnx's main (the exports are tested in test_pytorch2onnx)."""
+import pickle
 import re
+from pathlib import Path
 
 import onnx
 import pytest
+import torch
+from mmdet.registry import MODELS
+from mmengine.config import Config
+from pycocotools import mask as mask_utils
 
 from helpers.openvino_refusal import refused_by_the_tool
+from helpers.rounding import assert_close
+from helpers.runtime_bounds import float32_pair_tolerance
 from helpers.tool_modules import import_tool
 from tool_process import DET_CONFIG, REPO, check_ok, det_data_options, exit_message, metric, run_script, run_tool
 
@@ -123,22 +131,56 @@ def reported_metrics(output: str, label: str) -> dict:
     return {name: float(value) for name, value in re.findall(r'(coco/\w+) (-?[\d.]+)', line)}
 
 
-def test_openvino_f32_reproduces_tools_test_metrics(det_work_dir, det_test_run, demo_root, tmp_path):
-    """The trained detector's graph in OpenVINO (f32) scores what tools/test.py scores in torch."""
+def assert_same_predictions(graph_out: Path, torch_out: Path) -> None:
+    """The predictions test_onnx.py --out dumped equal tools/test.py --out's, image by image: the same
+    labels, and boxes, scores and mask pixels within two float32 runs' difference of the model
+    (:func:`helpers.runtime_bounds.float32_pair_tolerance`, relative to the image side for boxes)."""
+    graph_predictions, torch_predictions = (pickle.loads(path.read_bytes()) for path in (graph_out, torch_out))
+    assert [p['img_id'] for p in graph_predictions] == [p['img_id'] for p in torch_predictions]
+    tolerance = float32_pair_tolerance(MODELS.build(Config.fromfile(DET_CONFIG).model))
+    boxes = 0
+    for graph, reference in zip(graph_predictions, torch_predictions):
+        got, expected = graph['pred_instances'], reference['pred_instances']
+        assert torch.equal(got['labels'], expected['labels'])
+        assert_close(got['bboxes'], expected['bboxes'], tolerance, scale=max(reference['ori_shape']))
+        assert_close(got['scores'], expected['scores'], tolerance, scale=1.)
+        got_masks, expected_masks = (mask_utils.decode(masks) for masks in (got['masks'], expected['masks']))
+        # a pixel flips only where its probability lies within the tolerance of the 0.5 threshold
+        assert (got_masks != expected_masks).mean() <= 2 * tolerance
+        boxes += len(expected['bboxes'])
+    assert boxes > 0  # something was detected: the comparison is not of empty predictions
+
+
+def test_openvino_f32_predicts_and_scores_as_tools_test_does(det_work_dir, det_test_run, demo_root, tmp_path):
+    """The trained detector's graph in OpenVINO (f32) predicts and scores what tools/test.py does in torch
+    (test_onnx.py --out dumps its predictions as tools/test.py --out does)."""
     graph = tmp_path / 'trained.onnx'
     export(DET_CONFIG, '--weights', det_work_dir / 'iter_4.pth', '--shape', 64, 64, '--out', graph)
-    result = run_tool([TEST_ONNX, DET_CONFIG, graph, '--runtime', 'openvino', '--work-dir',
-                       tmp_path / 'work', '--cfg-options', *det_data_options(demo_root)], timeout=900)
+    out = tmp_path / 'openvino.pkl'
+    result = run_tool([TEST_ONNX, DET_CONFIG, graph, '--runtime', 'openvino', '--work-dir', tmp_path / 'work',
+                       '--out', out, '--cfg-options', *det_data_options(demo_root)], timeout=900)
     if refused_by_the_tool(result):
-        assert not (tmp_path / 'work').exists()
+        assert not (tmp_path / 'work').exists() and not out.exists()
         return
     check_ok(result)
+    assert_same_predictions(out, det_test_run.out)
     got = reported_metrics(result.stdout, 'openvino f32')
     expected = {name: metric(det_test_run.stdout, name) for name in got}
     assert {'coco/bbox_mAP', 'coco/bbox_mAP_50', 'coco/segm_mAP'} <= set(got)
-    # float32 outputs within ~1e-6 of torch's rank every box alike: the same metrics, to the printed digits
+    # the same predictions rank every box alike: the same metrics, to the printed digits
     assert got == pytest.approx(expected, abs=1e-4), (got, expected)
-    assert max(expected.values()) > 0, expected  # something was detected: the comparison is not of zeros
+
+
+def test_test_onnx_out_is_checked_before_building(graphs, tmp_path, monkeypatch, capsys):
+    taken = tmp_path / 'taken.pkl'
+    taken.write_bytes(b'kept')
+    message = exit_message(TEST_ONNX, [DET_CONFIG, graphs / 'det.onnx', '--out', taken,
+                                       '--work-dir', tmp_path / 'work'], monkeypatch, capsys)
+    assert message.startswith(f'error: --out {taken} exists') and '--force' in message, message
+    assert taken.read_bytes() == b'kept' and not (tmp_path / 'work').exists()
+    message = exit_message(TEST_ONNX, [DET_CONFIG, graphs / 'det.onnx', '--out', tmp_path / 'p.json',
+                                       '--work-dir', tmp_path / 'work'], monkeypatch, capsys)
+    assert message == f'error: --out must name a .pkl file for detection, got {tmp_path / "p.json"}'
 
 
 def test_test_onnx_refuses_bf16_in_onnxruntime_before_building(graphs, tmp_path, monkeypatch, capsys):

@@ -9,7 +9,12 @@ mIoU). A two-stage graph runs its RoI part on the RPN's proposals, then on
 the detections (mmrmt/deployment/runtime/graph_predictor.py).
 
     python tools/deployment/test_onnx.py CONFIG MODEL.onnx [--work-dir DIR] [--threads N]
-        [--runtime onnxruntime|openvino] [--precision f32|bf16] [--cfg-options KEY=VALUE ...]
+        [--runtime onnxruntime|openvino] [--precision f32|bf16] [--out FILE_OR_DIR [--force]]
+        [--cfg-options KEY=VALUE ...]
+
+``--out`` keeps the predictions as tools/test.py does: a detector's in a
+.pkl file (the same layout as tools/test.py's, so the two can be compared),
+a segmentor's label maps in a folder.
 
 The graph must take the test pipeline's image size: a fixed-size export of
 that size, or a --dynamic one. Needs the deploy extra (pip install -e ".[deploy]"),
@@ -17,6 +22,7 @@ and for --runtime openvino the openvino extra. --precision bf16 (OpenVINO
 only) needs a CPU with AVX-512 BF16 or AMX.
 """
 import argparse
+from contextlib import nullcontext
 from pathlib import Path
 from typing import List, Optional
 
@@ -25,6 +31,9 @@ from mmrmt.utils import (PreflightError, add_cfg_options, build_runner, check_da
                          check_graph_file, check_not_an_input, check_writable, dataloader_inputs, load_run_config,
                          run_main)
 from mmrmt.utils.model_kind import check_graph_fits_config
+from mmrmt.utils.output_claim import claimed
+from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
+                                        prepare_prediction_out)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -34,6 +43,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     add_runtime_arguments(parser)
     parser.add_argument('--work-dir', help='folder for the log and metrics (default: work_dirs/<config>_onnx)')
     parser.add_argument('--threads', type=int, help="the runtime's threads (default: torch's)")
+    add_prediction_out_arguments(parser)
     add_cfg_options(parser, example='test_dataloader.dataset.indices=50')
     return parser.parse_args(argv)
 
@@ -47,19 +57,23 @@ def main(argv: Optional[List[str]] = None) -> None:
     work_dir = args.work_dir or str(Path('work_dirs') / f'{Path(args.config).stem}_onnx')
     cfg = load_run_config(args.config, args.cfg_options, 'none', work_dir)
     check_graph_fits_config(args.model, cfg, args.config)
+    inputs = [('the model', args.model), ('the config', args.config), *dataloader_inputs(cfg, ['test_dataloader'])]
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
-    check_not_an_input(cfg.work_dir, '--work-dir', [('the model', args.model), ('the config', args.config),
-                                                    *dataloader_inputs(cfg, ['test_dataloader'])])
+    check_not_an_input(cfg.work_dir, '--work-dir', inputs)
+    check_prediction_out(cfg, args.out, args.force, inputs)
     check_dataloader_paths(cfg, ['test_dataloader'])
     check_evaluator_files(cfg, ['test_evaluator'])
     cfg.model.backbone.pop('init_cfg', None)  # the graph holds the weights: nothing to load
     cfg.load_from = None
     from mmrmt.deployment.runtime import GraphError, evaluate_graph
-    runner = build_runner(cfg)
-    try:
-        metrics = evaluate_graph(runner, args.model, args.threads, args.runtime, args.precision)
-    except GraphError as error:
-        raise PreflightError(str(error)) from None
+    prepare_prediction_out(cfg, args.out)
+    with claimed(args.out, '--out') if args.out else nullcontext():
+        runner = build_runner(cfg)
+        add_prediction_dump(runner, cfg, args.out, args.force)
+        try:
+            metrics = evaluate_graph(runner, args.model, args.threads, args.runtime, args.precision)
+        except GraphError as error:
+            raise PreflightError(str(error)) from None
     print(f'{args.model} in {runtime_label(args.runtime, args.precision)}: '
           + ', '.join(f'{key} {value:.4f}' if isinstance(value, float) else f'{key} {value}'
                       for key, value in metrics.items()))

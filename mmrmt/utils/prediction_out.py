@@ -1,0 +1,65 @@
+"""``--out`` of the test tools (tools/test.py, tools/deployment/test_onnx.py): the predictions
+of a test run kept, as mmdet's and mmseg's tools/test.py keep them.
+
+A detector's go to one ``.pkl`` file (mmdet's ``DumpDetResults``, written
+atomically); a segmentor's label maps to a folder (mmseg's ``IoUMetric``
+``output_dir``). The tool checks ``--out`` with its other inputs
+(:func:`check_prediction_out`), sets the config before building the runner
+(:func:`prepare_prediction_out`) and adds the dump to the built runner
+(:func:`add_prediction_dump`), inside :func:`~mmrmt.utils.output_claim.claimed`.
+"""
+import argparse
+from typing import List, Optional, Tuple
+
+from mmengine.config import Config
+
+from .output_guard import check_new_file, check_not_an_input
+from .preflight import PreflightError, check_writable
+
+
+def is_detection(cfg: Config) -> bool:
+    """Whether ``cfg`` is an mmdet config (else an mmseg one)."""
+    return cfg.get('default_scope') == 'mmdet'
+
+
+def add_prediction_out_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--out`` and ``--force``, as tools/test.py offers them."""
+    parser.add_argument(
+        '--out', help='detection: .pkl file receiving the predictions; segmentation: folder '
+        'receiving the predicted label maps')
+    parser.add_argument('--force', action='store_true', help='replace an existing --out file (detection)')
+
+
+def check_prediction_out(cfg: Config, out: Optional[str], force: bool, inputs: List[Tuple[str, str]]) -> None:
+    """Check ``--out`` before anything is built: a new ``.pkl`` file (or ``force``) for a
+    detector, a writable folder for a segmentor, none of the run's ``inputs``.
+
+    Args:
+        cfg (Config): The run's config.
+        out (str, optional): ``--out``; nothing is checked without it.
+        force (bool): ``--force``: an existing ``.pkl`` file may be replaced.
+        inputs (list[tuple[str, str]]): (what, path) of every input of the run.
+    """
+    if not out:
+        return
+    if is_detection(cfg):
+        if not out.endswith(('.pkl', '.pickle')):
+            raise PreflightError(f'--out must name a .pkl file for detection, got {out}')
+        check_new_file(out, '--out', force, inputs)
+    else:
+        check_writable(out, '--out', is_dir=True)
+        check_not_an_input(out, '--out', inputs)
+
+
+def prepare_prediction_out(cfg: Config, out: Optional[str]) -> None:
+    """Point a segmentor's test evaluator at the ``--out`` folder (before the runner is built)."""
+    if out and not is_detection(cfg):
+        cfg.test_evaluator.output_dir = out
+        cfg.test_evaluator.keep_results = True
+
+
+def add_prediction_dump(runner, cfg: Config, out: Optional[str], force: bool) -> None:
+    """Add a detector's ``--out`` dump to the built ``runner``'s test evaluator."""
+    if out and is_detection(cfg):
+        from .prediction_dump import AtomicDumpDetResults
+        runner.test_evaluator.metrics.append(AtomicDumpDetResults(out, force))
