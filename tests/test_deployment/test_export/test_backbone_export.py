@@ -11,8 +11,9 @@ from mmrmt.models import ResMLP, ResT
 from helpers.runtime_bounds import assert_runtime_within_format
 
 TRACED_SIZE = (64, 96)
-#: The traced size, a larger one and one that is not a multiple of 32.
-SIZES = (TRACED_SIZE, (128, 160), (75, 109))
+#: The traced size, a larger one, one that is not a multiple of 32, and one whose ResMLP grid (16x18)
+#: exceeds its 14x14 token window, so that the windows shift there (they do not at the traced size).
+SIZES = (TRACED_SIZE, (128, 160), (75, 109), (256, 288))
 #: RMT-T's widths and stage kinds (decomposed MaSA in stages 1-2, full in 3-4)
 #: with one block a stage, and layer scales in stages 3-4 as RMT-B/L have them:
 #: every export path of the zoo's archs, in a graph the dynamo exporter traces
