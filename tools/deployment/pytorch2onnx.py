@@ -25,8 +25,8 @@ import torch
 from mmengine.config import Config
 
 from mmrmt.checkpoint import load_model_weights
-from mmrmt.deployment.export import (EXPORTERS, MIN_DYNAMIC_SIZE, TensorModeModel, check_opset, exact_roi_min_side,
-                                     export_onnx)
+from mmrmt.deployment.export import (EXPORTERS, MIN_DYNAMIC_SIZE, DynamicExportError, TensorModeModel, check_opset,
+                                     exact_roi_min_side, export_onnx)
 from mmrmt.deployment.runtime import (add_runtime_arguments, check_runtime, compare_with_runtime, runtime_label,
                                       verification_inputs)
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
@@ -190,7 +190,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     batch = 2 if args.dynamic and model.batch_is_dynamic else (args.batch or 1)
     inputs = model.example_inputs(*args.shape, batch, torch.Generator().manual_seed(0))
     opset = check_opset(args.exporter, args.opset)
-    export_onnx(model, inputs, args.out, args.exporter, opset, args.dynamic, args.images_per_run)
+    try:
+        export_onnx(model, inputs, args.out, args.exporter, opset, args.dynamic, args.images_per_run)
+    except DynamicExportError as error:  # raised before anything is written
+        raise PreflightError(str(error)) from None
     size = osp.getsize(args.out) / 2**20
     print(f'wrote {args.out} ({size:.1f} MiB, {args.exporter} exporter, opset {opset}, '
           f'{"dynamic" if args.dynamic else "fixed"} {model.kind} graph, inputs {model.input_names})')

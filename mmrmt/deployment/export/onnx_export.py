@@ -3,10 +3,12 @@ import os.path as osp
 import tempfile
 import warnings
 from contextlib import nullcontext
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
+from torch import nn
 
+from mmrmt.models import ResMLP
 from mmrmt.utils import replaced_atomically
 from .export_forms import export_forms
 from .fixed_shapes import fixed_shape_export
@@ -18,6 +20,43 @@ from .tensor_mode import TensorModeModel, dynamic_axes, dynamic_shapes
 #: only (asked for less, torch 2.14's writes opset 18 and merely logs it).
 EXPORTERS = {'torchscript': (11, 17), 'dynamo': (18, 18)}
 HIGHEST_OPSET = 20
+#: The oldest torch (major, minor) whose dynamo exporter writes a graph of the module that holds at
+#: any image size, where that is newer than the floor of requirements/runtime.txt. torch.export
+#: cannot prove ResMLP's window padding and shift hold at every size, and the exporter then falls back
+#: to a draft export: torch 2.7's graph holds at multiples of 32 only, 2.8's up to 224 pixels (where
+#: the windows start to shift), 2.9's export raises; 2.10's on holds at every size tried.
+DYNAMO_ANY_SIZE_FROM: Dict[type, Tuple[int, int]] = {ResMLP: (2, 10)}
+
+
+class DynamicExportError(ValueError):
+    """The dynamo exporter of the running torch cannot write this model as a graph of any size."""
+
+
+def torch_release(version: str) -> Tuple[int, int]:
+    """(major, minor) of a torch version string such as '2.14.1+cu130'."""
+    major, minor = version.split('+')[0].split('.')[:2]
+    return int(major), int(minor)
+
+
+def check_dynamo_any_size(model: nn.Module, torch_version: Optional[str] = None) -> None:
+    """Refuse a dynamic dynamo export of ``model`` on a torch older than its modules need
+    (:data:`DYNAMO_ANY_SIZE_FROM`).
+
+    Args:
+        model (nn.Module): What is exported.
+        torch_version (str, optional): The torch to judge; by default the running one.
+
+    Raises:
+        DynamicExportError: Naming the module, the torch it needs and the TorchScript exporter.
+    """
+    version = torch_version or str(torch.__version__)
+    for module in model.modules():
+        oldest = DYNAMO_ANY_SIZE_FROM.get(type(module))
+        if oldest is not None and torch_release(version) < oldest:
+            raise DynamicExportError(
+                f"torch {version}'s dynamo exporter writes a {type(module).__name__} graph that holds at the "
+                f'traced sizes only: export it with --exporter torchscript, or at a fixed size, or with torch '
+                f'{oldest[0]}.{oldest[1]} or later')
 
 
 def check_opset(exporter: str, opset: Optional[int]) -> int:
@@ -60,6 +99,8 @@ def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: 
             batch at once.
     """
     opset = check_opset(exporter, opset)
+    if exporter == 'dynamo' and dynamic:
+        check_dynamo_any_size(model)
     batch = len(inputs[0])
     if images_per_run is not None and images_per_run < batch:
         import onnx

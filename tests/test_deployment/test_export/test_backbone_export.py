@@ -5,7 +5,9 @@ import pytest
 import torch
 from mmdet.registry import MODELS
 
-from mmrmt.deployment.export import TensorModeModel, export_onnx
+from mmrmt.deployment.export import (DYNAMO_ANY_SIZE_FROM, DynamicExportError, TensorModeModel, check_dynamo_any_size,
+                                     export_onnx)
+from mmrmt.deployment.export.onnx_export import torch_release
 from mmrmt.deployment.runtime import verification_inputs
 from mmrmt.models import ResMLP, ResT
 from helpers.runtime_bounds import assert_runtime_within_format
@@ -34,8 +36,16 @@ BACKBONES = {
 }
 
 
+def exports_at_any_size(backbone: str, exporter: str) -> bool:
+    """Whether export_onnx writes ``backbone`` with ``exporter`` as a dynamic graph on the running torch
+    (the dynamo exporter of an older torch is refused for some backbones: test_old_torch_refuses_...)."""
+    oldest = DYNAMO_ANY_SIZE_FROM.get(MODELS.get(BACKBONES[backbone]['type']), (0, 0))
+    return exporter == 'torchscript' or torch_release(torch.__version__) >= oldest
+
+
 @pytest.fixture(scope='module', params=[(backbone, exporter) for backbone in BACKBONES
-                                        for exporter in ('torchscript', 'dynamo')],
+                                        for exporter in ('torchscript', 'dynamo')
+                                        if exports_at_any_size(backbone, exporter)],
                 ids=lambda param: '-'.join(param))
 def exported(request, tmp_path_factory):
     """A backbone with initialised weights and its dynamic ONNX file."""
@@ -54,3 +64,26 @@ def test_onnxruntime_matches_torch_at_any_size(exported):
     inputs = verification_inputs(model, SIZES, batch=2)
     assert len(inputs) == 2 * len(SIZES)
     assert_runtime_within_format(model, str(path), inputs)
+
+
+def test_old_torch_refuses_a_dynamic_dynamo_export_of_resmlp_and_writes_nothing(tmp_path, monkeypatch):
+    """torch 2.7-2.9's dynamo exporter writes a ResMLP graph that holds at the traced sizes only (2.7: multiples
+    of 32, 2.8: up to 224 pixels) or raises (2.9): export_onnx refuses it there in one line, before writing."""
+    model = TensorModeModel(MODELS.build(BACKBONES['resmlp-12-4']).eval())
+    rmt = TensorModeModel(MODELS.build(BACKBONES['rmt-fast']).eval())
+    for version in ('2.7.1', '2.8.0', '2.9.1+cpu'):
+        with pytest.raises(DynamicExportError) as refused:
+            check_dynamo_any_size(model, version)
+        assert str(refused.value) == (
+            f"torch {version}'s dynamo exporter writes a ResMLP graph that holds at the traced sizes only: export it "
+            'with --exporter torchscript, or at a fixed size, or with torch 2.10 or later')
+        check_dynamo_any_size(rmt, version)  # RMT's and ResT's dynamo graphs hold at any size from the floor on
+    for version in ('2.10.0', '2.14.1+cu130'):
+        check_dynamo_any_size(model, version)
+    monkeypatch.setattr(torch, '__version__', '2.8.0')
+    inputs = model.example_inputs(*TRACED_SIZE, batch=2)
+    with pytest.raises(DynamicExportError):
+        export_onnx(model, inputs, str(tmp_path / 'resmlp.onnx'), 'dynamo', dynamic=True)
+    assert list(tmp_path.iterdir()) == []
+    export_onnx(model, inputs, str(tmp_path / 'resmlp.onnx'), 'torchscript', dynamic=True)  # the way offered
+    assert (tmp_path / 'resmlp.onnx').stat().st_size > 0
