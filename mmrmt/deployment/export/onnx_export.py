@@ -74,6 +74,34 @@ def check_opset(exporter: str, opset: Optional[int]) -> int:
     return opset
 
 
+def check_inputs_stay_dynamic(path: str, model: TensorModeModel) -> None:
+    """Refuse a dynamo export whose graph fixed an input dimension meant to be dynamic.
+
+    Where torch.export cannot keep the sizes symbolic, the dynamo exporter of
+    older torches falls back to a draft export that may pin the graph's
+    inputs to the traced sizes (torch 2.7's whole Mask R-CNN and UperNet).
+
+    Args:
+        path (str): The written ONNX file.
+        model (TensorModeModel): What was exported, with dynamic inputs.
+
+    Raises:
+        DynamicExportError: Naming the fixed dimensions and the TorchScript exporter.
+    """
+    import onnx
+    graph = onnx.load(path, load_external_data=False).graph
+    fixed = []
+    for value in graph.input:
+        dims = value.type.tensor_type.shape.dim
+        for axis, name in dynamic_axes(model).get(value.name, {}).items():
+            if not dims[axis].dim_param:
+                fixed.append(f'{value.name} {name} {dims[axis].dim_value}')
+    if fixed:
+        raise DynamicExportError(
+            f"torch {torch.__version__}'s dynamo exporter fixed the graph's {', '.join(fixed)} (the traced sizes): "
+            'export it with --exporter torchscript, or at a fixed size')
+
+
 def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: str,
                 exporter: str = 'torchscript', opset: Optional[int] = None, dynamic: bool = False,
                 images_per_run: Optional[int] = None) -> None:
@@ -124,3 +152,5 @@ def export_onnx(model: TensorModeModel, inputs: Tuple[torch.Tensor, ...], path: 
                                         dynamic_shapes=dynamic_shapes(model) if dynamic else None,
                                         verbose=False, **names)
             program.save(temporary)
+            if dynamic:
+                check_inputs_stay_dynamic(temporary, model)

@@ -7,7 +7,7 @@ from mmdet.registry import MODELS
 
 from mmrmt.deployment.export import (DYNAMO_ANY_SIZE_FROM, DynamicExportError, TensorModeModel, check_dynamo_any_size,
                                      export_onnx)
-from mmrmt.deployment.export.onnx_export import torch_release
+from mmrmt.deployment.export.onnx_export import check_inputs_stay_dynamic, torch_release
 from mmrmt.deployment.runtime import verification_inputs
 from mmrmt.models import ResMLP, ResT
 from helpers.runtime_bounds import assert_runtime_within_format
@@ -87,3 +87,18 @@ def test_old_torch_refuses_a_dynamic_dynamo_export_of_resmlp_and_writes_nothing(
     assert list(tmp_path.iterdir()) == []
     export_onnx(model, inputs, str(tmp_path / 'resmlp.onnx'), 'torchscript', dynamic=True)  # the way offered
     assert (tmp_path / 'resmlp.onnx').stat().st_size > 0
+
+
+def test_a_graph_whose_inputs_the_exporter_fixed_is_refused(tmp_path):
+    """torch 2.7's dynamo exporter pins a whole UperNet's or Mask R-CNN's input to the traced size; the
+    check after a dynamic dynamo export names the fixed dimensions (here a fixed-size file stands in)."""
+    model = TensorModeModel(MODELS.build(BACKBONES['rmt-fast']).eval())
+    inputs = model.example_inputs(*TRACED_SIZE, batch=2)
+    export_onnx(model, inputs, str(tmp_path / 'fixed.onnx'), 'torchscript', dynamic=False)
+    with pytest.raises(DynamicExportError) as refused:
+        check_inputs_stay_dynamic(str(tmp_path / 'fixed.onnx'), model)
+    assert str(refused.value) == (
+        f"torch {torch.__version__}'s dynamo exporter fixed the graph's image height 64, image width 96, image "
+        'batch 2 (the traced sizes): export it with --exporter torchscript, or at a fixed size')
+    export_onnx(model, inputs, str(tmp_path / 'dynamic.onnx'), 'torchscript', dynamic=True)
+    check_inputs_stay_dynamic(str(tmp_path / 'dynamic.onnx'), model)
