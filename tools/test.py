@@ -28,7 +28,6 @@ bf16 (AVX-512 BF16 or AMX), mmcv's float32-only RoIAlign and NMS in float32; ref
 """
 import argparse
 import os.path as osp
-from contextlib import nullcontext
 
 import torch
 from mmengine.config import Config
@@ -37,9 +36,8 @@ from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, c
                          check_not_an_input, check_run_checkpoint, check_writable, config_model_shapes,
                          dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase)
 from mmrmt.utils.amp import amp_dtype
-from mmrmt.utils.output_claim import claimed
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
-                                        is_detection, prepare_prediction_out)
+                                        is_detection, prediction_out_claimed)
 from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 from mmrmt.utils.test_time_aug import use_test_time_aug
 
@@ -112,8 +110,7 @@ def main() -> None:
         enable_visualization(cfg, args)
     cfg.load_from = args.checkpoint
     use_own_work_dir_runner(cfg)
-    prepare_prediction_out(cfg, args.out)
-    with claimed(args.out, '--out') if args.out else nullcontext():
+    with prediction_out_claimed(cfg, args.out):
         runner = build_runner(cfg)
         add_prediction_dump(runner, cfg, args.out, args.force)
         run_phase(runner, 'test')

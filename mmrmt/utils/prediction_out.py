@@ -4,15 +4,17 @@ of a test run kept, as mmdet's and mmseg's tools/test.py keep them.
 A detector's go to one ``.pkl`` file (mmdet's ``DumpDetResults``, written
 atomically); a segmentor's label maps to a folder (mmseg's ``IoUMetric``
 ``output_dir``). The tool checks ``--out`` with its other inputs
-(:func:`check_prediction_out`), sets the config before building the runner
-(:func:`prepare_prediction_out`) and adds the dump to the built runner
-(:func:`add_prediction_dump`), inside :func:`~mmrmt.utils.output_claim.claimed`.
+(:func:`check_prediction_out`), builds the runner inside
+:func:`prediction_out_claimed` and adds the dump to it
+(:func:`add_prediction_dump`).
 """
 import argparse
-from typing import List, Optional, Tuple
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Tuple
 
 from mmengine.config import Config
 
+from .output_claim import claimed
 from .output_guard import check_new_file, check_not_an_input
 from .preflight import PreflightError, check_writable
 
@@ -51,11 +53,18 @@ def check_prediction_out(cfg: Config, out: Optional[str], force: bool, inputs: L
         check_not_an_input(out, '--out', inputs)
 
 
-def prepare_prediction_out(cfg: Config, out: Optional[str]) -> None:
-    """Point a segmentor's test evaluator at the ``--out`` folder (before the runner is built)."""
-    if out and not is_detection(cfg):
+@contextmanager
+def prediction_out_claimed(cfg: Config, out: Optional[str]) -> Iterator[None]:
+    """Within the block, ``--out`` is this run's (:func:`~mmrmt.utils.output_claim.claimed`) and a
+    segmentor's test evaluator writes its label maps there: build the runner and test inside."""
+    if not out:
+        yield
+        return
+    if not is_detection(cfg):
         cfg.test_evaluator.output_dir = out
         cfg.test_evaluator.keep_results = True
+    with claimed(out, '--out'):
+        yield
 
 
 def add_prediction_dump(runner, cfg: Config, out: Optional[str], force: bool) -> None:

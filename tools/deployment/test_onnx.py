@@ -22,7 +22,6 @@ and for --runtime openvino the openvino extra. --precision bf16 (OpenVINO
 only) needs a CPU with AVX-512 BF16 or AMX.
 """
 import argparse
-from contextlib import nullcontext
 from pathlib import Path
 from typing import List, Optional
 
@@ -31,9 +30,8 @@ from mmrmt.utils import (PreflightError, add_cfg_options, build_runner, check_da
                          check_graph_file, check_not_an_input, check_writable, dataloader_inputs, load_run_config,
                          run_main)
 from mmrmt.utils.model_kind import check_graph_fits_config
-from mmrmt.utils.output_claim import claimed
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
-                                        prepare_prediction_out)
+                                        prediction_out_claimed)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -66,8 +64,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     cfg.model.backbone.pop('init_cfg', None)  # the graph holds the weights: nothing to load
     cfg.load_from = None
     from mmrmt.deployment.runtime import GraphError, evaluate_graph
-    prepare_prediction_out(cfg, args.out)
-    with claimed(args.out, '--out') if args.out else nullcontext():
+    with prediction_out_claimed(cfg, args.out):
         runner = build_runner(cfg)
         add_prediction_dump(runner, cfg, args.out, args.force)
         try:

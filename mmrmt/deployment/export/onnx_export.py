@@ -7,6 +7,7 @@ from typing import Dict, Optional, Tuple
 
 import torch
 from torch import nn
+from torch.torch_version import TorchVersion
 
 from mmrmt.models import ResMLP
 from mmrmt.utils import replaced_atomically
@@ -32,12 +33,6 @@ class DynamicExportError(ValueError):
     """The dynamo exporter of the running torch cannot write this model as a graph of any size."""
 
 
-def torch_release(version: str) -> Tuple[int, int]:
-    """(major, minor) of a torch version string such as '2.14.1+cu130'."""
-    major, minor = version.split('+')[0].split('.')[:2]
-    return int(major), int(minor)
-
-
 def check_dynamo_any_size(model: nn.Module, torch_version: Optional[str] = None) -> None:
     """Refuse a dynamic dynamo export of ``model`` on a torch older than its modules need
     (:data:`DYNAMO_ANY_SIZE_FROM`).
@@ -49,10 +44,10 @@ def check_dynamo_any_size(model: nn.Module, torch_version: Optional[str] = None)
     Raises:
         DynamicExportError: Naming the module, the torch it needs and the TorchScript exporter.
     """
-    version = torch_version or str(torch.__version__)
+    version = TorchVersion(torch_version or torch.__version__)
     for module in model.modules():
         oldest = DYNAMO_ANY_SIZE_FROM.get(type(module))
-        if oldest is not None and torch_release(version) < oldest:
+        if oldest is not None and version < oldest:
             raise DynamicExportError(
                 f"torch {version}'s dynamo exporter writes a {type(module).__name__} graph that holds at the "
                 f'traced sizes only: export it with --exporter torchscript, or at a fixed size, or with torch '

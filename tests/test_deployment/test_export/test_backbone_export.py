@@ -7,7 +7,7 @@ from mmdet.registry import MODELS
 
 from mmrmt.deployment.export import (DYNAMO_ANY_SIZE_FROM, DynamicExportError, TensorModeModel, check_dynamo_any_size,
                                      export_onnx)
-from mmrmt.deployment.export.onnx_export import check_inputs_stay_dynamic, torch_release
+from mmrmt.deployment.export.onnx_export import check_inputs_stay_dynamic
 from mmrmt.deployment.runtime import verification_inputs
 from mmrmt.models import ResMLP, ResT
 from helpers.runtime_bounds import assert_runtime_within_format
@@ -40,7 +40,7 @@ def exports_at_any_size(backbone: str, exporter: str) -> bool:
     """Whether export_onnx writes ``backbone`` with ``exporter`` as a dynamic graph on the running torch
     (the dynamo exporter of an older torch is refused for some backbones: test_old_torch_refuses_...)."""
     oldest = DYNAMO_ANY_SIZE_FROM.get(MODELS.get(BACKBONES[backbone]['type']), (0, 0))
-    return exporter == 'torchscript' or torch_release(torch.__version__) >= oldest
+    return exporter == 'torchscript' or torch.__version__ >= oldest
 
 
 @pytest.fixture(scope='module', params=[(backbone, exporter) for backbone in BACKBONES
