@@ -1,27 +1,46 @@
 """tools/analysis_tools/compile_report.py: dynamo's graphs of a backbone, the compile time and eager and
 compiled seconds, as a user runs it; --amp bf16 refused in one line on a CPU without native bf16."""
 import re
+import runpy
+import sys
 
 import pytest
 import torch
 
 from mmrmt.cpu_features import CPUFeatures
-from tool_process import check_ok, exit_message, run_tool
+from tool_process import REPO, check_ok, exit_message, run_tool
 
 TOOL = 'analysis_tools/compile_report.py'
 
 
 def test_report_of_a_small_backbone():
-    result = run_tool([TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1', '--threads', '1'])
+    result = run_tool([TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1', '--threads', '1',
+                       '--options', 'freezing=True', 'layout-optimization=false'])
     check_ok(result)
     lines = result.stdout.splitlines()
     assert lines[0].startswith('# rest-lite: batch 1, input 32x32, infer, amp none, threads 1, torch ')
+    assert lines[0].endswith(', options freezing=True layout_optimization=False')
     graphs = re.fullmatch(r'graphs (\d+), graph breaks (\d+)', lines[1])
     assert graphs and int(graphs[1]) >= 1 and int(graphs[2]) == len(
         [line for line in lines if line.startswith('  break: ')])
     assert any(re.fullmatch(r'compile time -?\d+\.\d s \(first compiled iteration less an eager one\)', line)
                for line in lines)
     assert re.fullmatch(r'eager \d+\.\d{3} s, compiled \d+\.\d{3} s: \d+\.\d{2}x \(medians of 1\)', lines[-1])
+
+
+def test_options_reach_torch_compile(monkeypatch, capsys):
+    calls = []
+
+    def record(model, **kwargs):
+        calls.append(kwargs)
+        return model
+
+    monkeypatch.setattr(torch, 'compile', record)
+    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1',
+                                      '--options', 'freezing=True', 'cpp.threads=1'])
+    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
+    assert calls == [dict(options=dict(freezing=True, **{'cpp.threads': 1}))]
+    assert ', options freezing=True cpp.threads=1\n' in capsys.readouterr().out
 
 
 def test_bf16_is_refused_on_a_cpu_without_native_bf16(monkeypatch, capsys):
@@ -45,6 +64,11 @@ def test_unknown_backbone_is_one_line(monkeypatch, capsys):
     (['--backbone', 'rmt-t', '--shape', '30000', '30000'],
      "--shape 30000 30000 is too large to compile: at most 4096 pixels a side and 4,194,304 pixels in all (the "
      "model's attention memory grows with the square of the pixels)"),
+    (['--backbone', 'rmt-t', '--options', 'freezing'], '--options freezing: give KEY=VALUE, e.g. freezing=True'),
+    (['--backbone', 'rmt-t', '--options', 'freezin=True'],
+     f"--options freezin=True: torch {torch.__version__} Inductor has no option 'freezin'; did you mean freezing?"),
+    (['--backbone', 'rmt-t', '--options', 'freezing=3'],
+     '--options freezing=3: freezing takes a bool, got 3 (int)'),
 ])
 def test_bad_arguments_are_one_line_before_any_model(args, message, monkeypatch, capsys):
     assert exit_message(TOOL, args, monkeypatch, capsys) == f'error: {message}'
