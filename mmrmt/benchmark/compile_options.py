@@ -8,7 +8,6 @@ here both are one line naming the nearest option or the type the option
 takes. Values are read as mmengine's ``DictAction`` reads a scalar (int,
 float, true/false, None, else a string); nothing is evaluated.
 """
-import difflib
 import typing
 from typing import Any, Dict, Sequence
 
@@ -16,6 +15,7 @@ import torch
 from mmengine.config import DictAction
 
 from mmrmt.utils import PreflightError
+from mmrmt.utils.cfg_options import nearest
 
 
 def parse_compile_options(pairs: Sequence[str]) -> Dict[str, Any]:
@@ -40,8 +40,8 @@ def parse_compile_options(pairs: Sequence[str]) -> Dict[str, Any]:
         if not equals or not name:
             raise PreflightError(f'--options {pair}: give KEY=VALUE, e.g. freezing=True')
         if name not in known:
-            nearest = difflib.get_close_matches(name, known, n=1)
-            hint = f'; did you mean {nearest[0]}?' if nearest else ''
+            close = nearest(name, known)
+            hint = f'; did you mean {close}?' if close else ''
             raise PreflightError(f'--options {pair}: torch {torch.__version__} Inductor has no option {name!r}{hint}')
         value = DictAction._parse_int_float_bool(text.strip().strip('\'"'))
         expected = config.get_type(name)
