@@ -12,6 +12,7 @@ from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.atomic_file import replaced_atomically
 from mmrmt.checkpoint import checkpoint_file_problem, is_remote, load_weights_only, read_checkpoint
+from .inductor_options import compile_setting_problem
 from .inert_checkpoint_loading import is_readable_safetensors, make_checkpoint_inert
 from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, keep_checkpoint_paths_own,
                              own_last_checkpoint)
@@ -49,6 +50,19 @@ def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
     if problem is not None:
         sys.exit(f'error: {role} {load_from}: {problem}; {fix}')
     load_weights_only(path, map_location='cpu')
+
+
+def check_compile_options(cfg: Optional[dict]) -> None:
+    """End with one line, before mmengine makes the work dir, unless the Inductor options of the config's
+    ``compile`` setting exist and take their values (torch.compile refuses them only once the training
+    step is compiled: after the work dir, the log and the model exist).
+
+    Raises:
+        SystemExit: ``error: compile.options.NAME: <problem>``.
+    """
+    problem = compile_setting_problem((cfg or {}).get('compile'))
+    if problem is not None:
+        sys.exit(f'error: {problem}')
 
 
 @RUNNERS.register_module()
@@ -98,6 +112,7 @@ class OwnWorkDirRunner(Runner):
         self._holds_work_dir = False
         self._notes: List[str] = []  # for the log, once it exists
         check_checkpoint_to_load(arguments.get('load_from'), bool(arguments.get('resume')))
+        check_compile_options(arguments.get('cfg'))
         try:
             super().__init__(*args, **kwargs)
         except BaseException:

@@ -72,6 +72,20 @@ def test_library_train_script_refuses_a_copy_without_the_last_checkpoint(
     assert files_under(copy) == before  # refused before the runner wrote anything
 
 
+@pytest.mark.parametrize('library,config,data_options,trained', LIBRARIES)
+def test_library_train_script_refuses_an_unknown_compile_option_before_the_work_dir(
+        library, config, data_options, trained, demo_root, tmp_path):
+    work_dir = tmp_path / 'work'
+    result = run_script(library_train_script(library), [
+        config, '--work-dir', work_dir, '--cfg-options', 'compile.options.freezin=True', *data_options(demo_root)])
+    assert result.returncode == 1
+    assert 'Traceback' not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: compile.options.freezin: torch {torch.__version__} Inductor has no option 'freezin'; "
+        'did you mean freezing?')
+    assert not work_dir.exists()
+
+
 #: What a user's config inheriting ours sets, replacing the lists of the bases
 #: (mmengine replaces lists, and ``_delete_`` replaces a dict).
 USER_SETTINGS = {
