@@ -1,47 +1,27 @@
-"""mmrmt: RMT, ResT and ResMLP backbones for MMDetection and MMSegmentation.
+"""mmrmt: RMT, ResT and ResMLP backbones for PyTorch, timm, MMDetection and MMSegmentation.
 
-Importing this package (as a config's ``custom_imports=dict(imports=['mmrmt'])``
-does, whatever launcher reads the config):
+The core needs torch, torchvision and timm only: the backbones
+(:class:`~mmrmt.models.RMT`, :class:`~mmrmt.models.ResT`,
+:class:`~mmrmt.models.ResMLP`, plain ``nn.Module`` s),
+:class:`ManhattanSelfAttention2d` (RMT's attention as a module for any
+network), the authors' classifiers as timm models (``import mmrmt`` registers
+``rmt_t`` ... ``rest_large`` with ``timm.create_model``, see
+:mod:`mmrmt.models.classifiers`) and weight reading (:mod:`mmrmt.checkpoint`).
 
-* checks the versions of the mmcv and mmengine it runs on, from upstream
-  OpenMMLab or its maintained onedl forks (see :mod:`mmrmt.openmmlab_stack`);
-* registers every backbone in mmdet's and mmseg's ``MODELS`` (whichever is
-  installed);
-* lets torch's weights-only loading accept mmengine checkpoints (see
-  :func:`~mmrmt.checkpoint.allow_mmengine_checkpoints`), so ``--resume`` works
-  under torch >= 2.6 without turning the safety off;
-* registers the authors' RMT and ResT classifiers as timm models
-  (``timm.create_model('rmt_s')``, see :mod:`mmrmt.models.classifiers`);
-* makes every checkpoint load of mmengine weights-only, on upstream mmengine
-  and on onedl-mmengine (whose fallback to ``weights_only=False`` never runs),
-  a refused file ending the process in one ``error:`` line (see
-  :mod:`mmrmt.checkpoint.strict_mmengine_loading`);
-* lets configs inherit ours as ``_base_ = 'mmrmt::rmt/...py'`` (see
-  :mod:`mmrmt.config_bases`).
-
-RMT's Manhattan self-attention, as a module for any network, is
-:class:`~mmrmt.models.ManhattanSelfAttention2d`, also importable from here.
-
-It imports neither mmengine's Runner nor anything of the tools' layer
-(:mod:`mmrmt.utils`, :mod:`mmrmt.apis`, :mod:`mmrmt.deployment`): the runner
-and hook of :mod:`mmrmt.engine` are imported by the configs that name them
-(``configs/_base_/mmrmt_runtime.py``), the TTA model on its first lookup (see
-:mod:`mmrmt.registry`), the rest by the tools that use them.
+Where MMDetection or MMSegmentation is installed, importing mmrmt (as a
+config's ``custom_imports=dict(imports=['mmrmt'])`` does) also brings the
+OpenMMLab layer (:mod:`mmrmt.openmmlab_layer`): it registers the backbones in
+their ``MODELS`` and ``mmrmt::`` config bases, and applies the fixes of
+named upstream bugs listed in :mod:`mmrmt.upstream_fixes`; nothing else in
+the process changes.
 """
-from .openmmlab_stack import check_openmmlab_stack
+from . import models  # noqa: F401
+from .models import classifiers  # noqa: F401  (registers the timm models)
+from .models import ManhattanSelfAttention2d
+from .openmmlab_stack import installed_libraries
+from .version import __version__
 
-check_openmmlab_stack()
-
-from . import models  # noqa: E402,F401  (registers the backbones)
-from .checkpoint import allow_mmengine_checkpoints, print_refusals_in_one_line, strict_when_mmengine_loads  # noqa: E402
-from .config_bases import enable_mmrmt_bases  # noqa: E402
-from .models import ManhattanSelfAttention2d  # noqa: E402
-from .models import classifiers  # noqa: E402,F401  (registers the timm models)
-from .version import __version__  # noqa: E402
-
-allow_mmengine_checkpoints()
-strict_when_mmengine_loads()
-print_refusals_in_one_line()
-enable_mmrmt_bases()
+if installed_libraries():
+    from . import openmmlab_layer  # noqa: F401
 
 __all__ = ['ManhattanSelfAttention2d', '__version__']

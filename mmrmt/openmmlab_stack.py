@@ -1,4 +1,4 @@
-"""The OpenMMLab stack under mmrmt, checked first thing on ``import mmrmt``.
+"""The OpenMMLab stack under mmrmt's OpenMMLab layer: whether it is installed, and its versions.
 
 mmrmt runs on either family: upstream OpenMMLab (distributions mmcv,
 mmengine, mmdet, mmsegmentation) or its maintained forks (onedl-mmcv,
@@ -10,7 +10,11 @@ family, instead of an error from deep inside an import.
 """
 import re
 from importlib import import_module
-from typing import Dict, Tuple
+from importlib.util import find_spec
+from typing import Dict, List, Tuple
+
+#: The libraries the backbones serve; the OpenMMLab layer comes in where one is installed.
+LIBRARIES = ('mmdet', 'mmseg')
 
 #: module -> (the lowest version supported, the first one that is not); the
 #: forks' releases lie in these ranges too (onedl-mmcv 2.3, onedl-mmengine 0.10.12).
@@ -23,6 +27,19 @@ SUPPORTED_VERSIONS: Dict[str, Tuple[str, str]] = {
 INSTALL_EITHER_FAMILY = ('install either family: pip install "mmrmt[det]" (or [seg], [all]: upstream OpenMMLab) '
                          'or "mmrmt[onedl-det]" (or [onedl-seg], [onedl-all]: the maintained onedl forks); '
                          'see docs/get_started.md')
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` is installed and its import is not blocked (``sys.modules[module] = None``)."""
+    try:
+        return find_spec(module) is not None
+    except ValueError:  # a blocked module has no spec
+        return False
+
+
+def installed_libraries() -> List[str]:
+    """The modules of :data:`LIBRARIES` that are installed."""
+    return [library for library in LIBRARIES if installed(library)]
 
 
 def release(version: str) -> Tuple[int, ...]:

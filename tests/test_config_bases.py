@@ -11,7 +11,8 @@ from mmengine.config import Config
 from mmengine.config.utils import MODULE2PACKAGE
 
 import mmrmt
-from mmrmt.config_bases import enable_mmrmt_bases, find_libraries_under_fork_names, zoo_configs_dir
+from mmrmt.config_bases import enable_mmrmt_bases, zoo_configs_dir
+from mmrmt.upstream_fixes import find_libraries_under_fork_names
 
 REPO = Path(__file__).resolve().parents[1]
 ZOO_CONFIG = 'rmt/upernet_rmt-t_8xb2-160k_ade20k-512x512.py'

@@ -10,12 +10,12 @@ prefixes, its converter) to :func:`load_pretrained`.
 from .fit import first_few, fit_problems, shapes, starts_with_any
 from .loading import check_fit, load_model_weights, load_pretrained
 from .reading import (SAFETENSORS_META_KEY, SAFETENSORS_SUFFIX, STATE_DICT_WRAPPERS, StateDict, checkpoint_file_problem,
-                      extract_state_dict, one_line_reason, read_checkpoint, read_safetensors, written_by_mmengine)
+                      extract_state_dict, read_checkpoint, read_safetensors, written_by_mmengine)
+from .reasons import one_line_reason
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
-from .strict_mmengine_loading import (CheckpointRefusedError, load_weights_only, print_refusals_in_one_line,
-                                      strict_when_mmengine_loads)
 from .url import is_remote, is_url
-from .weights_only import CHECKPOINT_SAFE_GLOBALS, allow_mmengine_checkpoints
+from .weights_only import (REFUSAL_ADVICE, CheckpointRefusedError, checkpoint_safe_globals, load_weights_only,
+                           load_with_checkpoint_types)
 from .writing import save_checkpoint, sha256_of, wants_safetensors
 
 __all__ = [
@@ -24,6 +24,6 @@ __all__ = [
     'StateDict', 'checkpoint_file_problem', 'extract_state_dict', 'one_line_reason', 'read_checkpoint',
     'read_safetensors', 'written_by_mmengine', 'save_checkpoint', 'sha256_of', 'wants_safetensors',
     'make_resumed_config_inert', 'read_saved_config', 'resumed_config',
-    'CheckpointRefusedError', 'load_weights_only', 'print_refusals_in_one_line', 'strict_when_mmengine_loads',
-    'CHECKPOINT_SAFE_GLOBALS', 'allow_mmengine_checkpoints', 'is_remote', 'is_url'
+    'CheckpointRefusedError', 'REFUSAL_ADVICE', 'load_weights_only',
+    'checkpoint_safe_globals', 'load_with_checkpoint_types', 'is_remote', 'is_url'
 ]

@@ -10,9 +10,9 @@ declares: classifier keys the file has and the backbone drops, and new keys
 Everything that does not fit is one line of error naming the offending keys,
 and the model is left untouched.
 """
+import logging
 from typing import Callable, Optional, Sequence
 
-from mmengine.logging import MMLogger, print_log
 from torch import nn
 
 from .fit import fit_problems, shapes, starts_with_any
@@ -70,9 +70,9 @@ def load_pretrained(model: nn.Module,
                     new_prefixes: Sequence[str] = (),
                     prefix: str = '',
                     convert: Optional[Callable[[StateDict], StateDict]] = None,
-                    before_load: Optional[Callable[[], None]] = None,
-                    logger: Optional[MMLogger] = None) -> None:
-    """Load ``filename`` into ``model`` strictly; log what was left out.
+                    before_load: Optional[Callable[[], None]] = None) -> None:
+    """Load ``filename`` into ``model`` strictly; log what was left out (logger ``mmrmt``, which
+    the OpenMMLab layer forwards to mmengine's current logger).
 
     Args:
         model (nn.Module): The backbone.
@@ -85,7 +85,6 @@ def load_pretrained(model: nn.Module,
         convert (callable, optional): Maps a foreign layout to the model's.
         before_load (callable, optional): Called once the file is known to
             fit, right before loading (e.g. to initialise the new keys).
-        logger (MMLogger, optional): Where the summary line goes.
 
     Raises:
         ValueError: Shapes differ, or keys are missing or unexpected beyond
@@ -105,6 +104,6 @@ def load_pretrained(model: nn.Module,
     if before_load is not None:
         before_load()
     model.load_state_dict(state_dict, strict=False)
-    print_log(f'{type(model).__name__}: loaded {filename}; missing keys (kept at their '
-              f'initialisation): {missing or "none"}; unexpected keys (dropped): {dropped or "none"}',
-              logger=logger or 'current')
+    logging.getLogger('mmrmt').info(
+        f'{type(model).__name__}: loaded {filename}; missing keys (kept at their initialisation): '
+        f'{missing or "none"}; unexpected keys (dropped): {dropped or "none"}')

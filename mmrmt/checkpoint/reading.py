@@ -8,15 +8,15 @@ nothing in it can run. Every problem is a ``ValueError`` (or
 """
 import json
 import os.path as osp
-import re
 import zipfile
 from typing import Dict, Optional
 
 import torch
 from safetensors import safe_open
 
+from .reasons import one_line_reason
 from .url import fetch_checkpoint, is_url
-from .weights_only import allow_mmengine_checkpoints
+from .weights_only import load_with_checkpoint_types
 
 #: A network's weights: key -> tensor.
 StateDict = Dict[str, torch.Tensor]
@@ -24,35 +24,10 @@ StateDict = Dict[str, torch.Tensor]
 #: Wrappers under which training scripts store the weights, in order of preference.
 STATE_DICT_WRAPPERS = ('state_dict', 'model', 'model_ema')
 
-
-ANSI_ESCAPE = re.compile(r'\x1b\[[0-9;]*m')
-
 SAFETENSORS_SUFFIX = '.safetensors'
 #: Where our converters keep a checkpoint's ``meta`` in a safetensors file's
 #: header (its metadata holds strings only): as JSON text, read as data.
 SAFETENSORS_META_KEY = 'mmrmt_meta'
-
-#: torch's weights-only unpickler puts the actual reason after this marker,
-#: below its general advice ...
-WEIGHTS_ONLY_REASON = 'WeightsUnpickler error:'
-#: ... or, for a blocked module, in the lines after the one this advice opens.
-WEIGHTS_ONLY_ADVICE = 'Weights only load failed.'
-
-
-def one_line_reason(error: BaseException) -> str:
-    """``error`` as ``'Type: reason'`` on one line, for a message that adds context.
-
-    The reason is the first non-empty line of the message, taken after torch's
-    weights-only advice (to turn the safety off) when there is some; terminal
-    colour codes are removed.
-    """
-    text = ANSI_ESCAPE.sub('', str(error))
-    if WEIGHTS_ONLY_REASON in text:
-        text = text.split(WEIGHTS_ONLY_REASON, 1)[1]
-    elif text.startswith(WEIGHTS_ONLY_ADVICE):
-        text = text.partition('\n')[2]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return f'{type(error).__name__}: {lines[0]}' if lines else type(error).__name__
 
 
 def file_head(filename: str) -> bytes:
@@ -122,7 +97,7 @@ def read_checkpoint(filename: str) -> object:
     """Load a checkpoint file or URL onto the CPU with ``weights_only`` safety.
 
     Besides tensors and containers, the unpickler accepts only
-    :data:`~mmrmt.checkpoint.weights_only.CHECKPOINT_SAFE_GLOBALS`: upstream
+    :func:`~mmrmt.checkpoint.weights_only.checkpoint_safe_globals`: upstream
     scripts' argparse arguments and mmengine's training state. A file named
     ``.safetensors`` (or whose bytes are one) is read by
     :func:`read_safetensors`.
@@ -133,7 +108,6 @@ def read_checkpoint(filename: str) -> object:
             (empty, truncated, another kind of file) or holds objects that
             are not allowed.
     """
-    allow_mmengine_checkpoints()  # done by ``import mmrmt`` already; here for direct imports
     if is_url(filename):
         filename = fetch_checkpoint(filename)
     if not osp.isfile(filename):
@@ -145,7 +119,7 @@ def read_checkpoint(filename: str) -> object:
     if problem is not None:
         raise ValueError(f'{unreadable}: {problem}')
     try:
-        return torch.load(filename, map_location='cpu', weights_only=True)
+        return load_with_checkpoint_types(filename, map_location='cpu')
     except Exception as error:  # torch raises many kinds for a foreign file
         raise ValueError(f'{unreadable}: {one_line_reason(error)}') from error
 

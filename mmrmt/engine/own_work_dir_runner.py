@@ -12,8 +12,8 @@ from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.atomic_file import replaced_atomically
 from mmrmt.checkpoint import checkpoint_file_problem, is_remote, load_weights_only, read_checkpoint
+from mmrmt.upstream_fixes import is_readable_safetensors, make_checkpoint_inert
 from .inductor_options import compile_setting_problem
-from .inert_checkpoint_loading import is_readable_safetensors, make_checkpoint_inert
 from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, keep_checkpoint_paths_own,
                              own_last_checkpoint)
 from .resume_rng_hook import ResumeRNGHook
@@ -91,9 +91,9 @@ class OwnWorkDirRunner(Runner):
       config's ``custom_hooks`` name one (a user config replacing that list
       keeps it; a config listing it gets one, never two), and every
       checkpoint it loads holds in ``meta['config']``, the text mmengine's
-      resume runs, only plain data (besides the guard of the load path,
-      :mod:`mmrmt.engine.inert_checkpoint_loading`, which covers the loaders
-      registered before :mod:`mmrmt.engine` was imported).
+      resume runs, only plain data (besides the upstream fix
+      ``inert-resumed-config`` of :mod:`mmrmt.upstream_fixes`, which covers the
+      loaders registered before mmrmt was imported).
     * **Whole checkpoints.** A local checkpoint is written to a temporary
       file and moved into place: a full disk leaves no truncated
       ``iter_N.pth``, and ``last_checkpoint`` keeps naming the last complete one.
@@ -103,6 +103,9 @@ class OwnWorkDirRunner(Runner):
     ``tools/train.py`` and ``tools/test.py`` honour. It takes the
     arguments of :class:`~mmengine.runner.Runner`.
     """
+
+    #: mmseg's tools/test.py builds it too (the upstream fix ``honoured-runner-type``).
+    honoured_by_from_cfg = True
 
     def __init__(self, *args, **kwargs) -> None:
         arguments = signature(Runner.__init__).bind(self, *args, **kwargs).arguments

@@ -3,12 +3,14 @@ import sys
 import warnings
 from typing import Callable
 
+from mmrmt.checkpoint import CheckpointRefusedError
 from .preflight import PreflightError
 
 
 def run_main(main: Callable[[], object]) -> None:
-    """Run a tool's ``main()``; a :class:`PreflightError` ends the process with
-    ``error: <message>`` on stderr (one line) and exit status 1.
+    """Run a tool's ``main()``; a :class:`PreflightError` or a refused checkpoint
+    (:class:`~mmrmt.checkpoint.CheckpointRefusedError`, wherever the run reads it) ends the
+    process with ``error: <message>`` on stderr (one line) and exit status 1.
 
     Any other exception is a bug and keeps its traceback. Tests call
     ``main(argv)`` directly and see the :class:`PreflightError` itself.
@@ -21,5 +23,5 @@ def run_main(main: Callable[[], object]) -> None:
     warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
     try:
         main()
-    except PreflightError as error:
+    except (PreflightError, CheckpointRefusedError) as error:
         sys.exit(f'error: {error}')

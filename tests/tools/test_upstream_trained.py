@@ -13,6 +13,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from mmrmt.checkpoint import load_with_checkpoint_types
 from mmrmt.checkpoint.converters import check_class_names, convert_upstream_trained
 from mmrmt.models.backbones import RMT
 from mmrmt.utils import PreflightError, build_cpu_model
@@ -190,7 +191,7 @@ def test_converter_checks_before_writing(tiny_upstream_detector, tmp_path):
 
 def test_the_saved_config_texts_are_never_run(tiny_upstream_detector, tmp_path):
     marker, source = tmp_path / 'PWNED', tmp_path / 'upstream.pth'
-    torch.save(with_code_in_saved_config(torch.load(tiny_upstream_detector, weights_only=True), marker), source)
+    torch.save(with_code_in_saved_config(load_with_checkpoint_types(tiny_upstream_detector), marker), source)
     converter.main([str(source), str(tmp_path / 'ours.pth'), '--config', str(DET_CONFIG)])
     assert 'state_dict' in load_checkpoint(tmp_path / 'ours.pth') and not marker.exists()
 

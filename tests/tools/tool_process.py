@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 import pytest
-import torch
 
-import mmrmt  # noqa: F401  (lets weights-only torch.load read mmengine checkpoints)
-from mmrmt.config_bases import distribution_installed
+from mmrmt.checkpoint import load_with_checkpoint_types
+from mmrmt.upstream_fixes import distribution_installed
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIGS = REPO / 'tests' / 'data' / 'configs'
@@ -194,7 +193,7 @@ def metric(output: str, name: str) -> float:
 
 def load_checkpoint(path: Path) -> dict:
     """A checkpoint a training tool wrote, read with torch's weights-only unpickler."""
-    return torch.load(path, map_location='cpu', weights_only=True)
+    return load_with_checkpoint_types(path, map_location='cpu')
 
 
 def assert_fails_with(result, message: str, work_dir) -> None:

@@ -6,7 +6,6 @@ import warnings
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
-from mmengine.model import BaseModule
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.checkpoint import checkpoint
@@ -41,8 +40,13 @@ def init_linears_and_layer_norms(model: nn.Module, init_linear_weight: Callable[
             nn.init.zeros_(module.bias)
 
 
-class PyramidBackbone(BaseModule):
+class PyramidBackbone(nn.Module):
     """Base class of the backbones: everything but the network itself.
+
+    A plain ``nn.Module`` (the core needs torch and timm only); it keeps
+    ``init_cfg`` and answers ``init_weights()`` and ``is_init`` as mmengine's
+    ``BaseModule`` does, so that an mmdet or mmseg model initialises it as
+    any of its own backbones.
 
     A subclass builds its modules, then calls :meth:`_freeze_stages`, and
     implements :meth:`_frozen_modules` (what ``frozen_stages=k`` stops) and
@@ -124,7 +128,9 @@ class PyramidBackbone(BaseModule):
         check_norm_cfg(norm_cfg, f'{name}: norm_cfg')
         init_cfg = self._init_cfg_from_pretrained(pretrained, init_cfg)
         self._check_init_cfg(init_cfg)
-        super().__init__(init_cfg=init_cfg)
+        super().__init__()
+        self.init_cfg = init_cfg
+        self.is_init = False
         self.in_channels = in_channels
         self.num_stages = num_stages
         self.out_indices = out_indices
@@ -243,7 +249,7 @@ class PyramidBackbone(BaseModule):
                 prefix=self.init_cfg.get('prefix', ''),
                 convert=self.convert_checkpoint,
                 before_load=self._init_default_weights)
-        self._is_init = True
+        self.is_init = True
 
     def checkpoint_prefixes_to_drop(self) -> Tuple[str, ...]:
         """Key prefixes of an ImageNet checkpoint that this network does not load."""

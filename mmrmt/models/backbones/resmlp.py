@@ -18,7 +18,6 @@ from timm.layers import DropPath, Mlp, lecun_normal_
 from torch import nn
 
 from mmrmt.checkpoint.converters import resmlp_deit_to_timm
-from mmrmt.registry import register_backbone
 from ..layers import build_norm_layer
 from .arch import BOOL, POSITIVE_INT, POSITIVE_REAL, POWER_OF_TWO, check_arg, resolve_arch
 from .base_backbone import PyramidBackbone, call_block, init_linears_and_layer_norms, takes_backbone_options
@@ -157,7 +156,6 @@ def build_rescale(embed_dims: int, octaves: int, norm_cfg: dict) -> nn.Module:
     return nn.Sequential(*layers) if layers else nn.Identity()
 
 
-@register_backbone
 class ResMLP(PyramidBackbone):
     """ResMLP backbone with windowed cross-patch mixing and a feature pyramid.
 

@@ -18,7 +18,6 @@ import torch.nn.functional as F
 from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
-from mmrmt.registry import register_backbone
 from ..layers import build_norm_layer, in_image_chunks, norm_then_project, run_mode
 from ..layers.fused_attention import scaled_dot_product_attention
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
@@ -287,7 +286,6 @@ IMPL = ArgKind((str, ), lambda impl: impl in IMPLEMENTATIONS,
                "'fast' (lean attention and MLP) or 'reference' (the spec's computation step by step)")
 
 
-@register_backbone
 class ResT(PyramidBackbone):
     """ResT backbone: efficient multi-head self-attention with a conv stem.
 

@@ -6,7 +6,6 @@ import torch
 from timm.layers import trunc_normal_
 from torch import nn
 
-from mmrmt.registry import register_backbone
 from ...layers import build_norm_layer
 from ..arch import (BOOL, NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_heads_divide_dims,
                     resolve_arch)
@@ -41,7 +40,6 @@ def check_even_head_dims(dims: Sequence[int], heads: Sequence[int], owner: str) 
                              'even head dimension.')
 
 
-@register_backbone
 class RMT(PyramidBackbone):
     """RMT backbone: Manhattan self-attention with a spatial decay prior.
 

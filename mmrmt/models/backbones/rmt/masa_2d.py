@@ -4,14 +4,12 @@ from typing import Optional, Tuple
 import torch
 from torch import nn
 
-from mmrmt.registry import register_backbone
 from ..arch import BOOL, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_arg
 from ..input_check import check_map_input
 from .attention_maps import AttentionMaps, query_maps
 from .implementations import implementation
 
 
-@register_backbone
 class ManhattanSelfAttention2d(nn.Module):
     """Manhattan self-attention (MaSA) of RMT on (N, C, H, W) feature maps.
 

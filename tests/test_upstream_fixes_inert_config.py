@@ -12,8 +12,8 @@ from mmengine.model import BaseModel
 from mmengine.registry import DefaultScope
 from mmengine.runner.checkpoint import CheckpointLoader, _load_checkpoint
 
-from mmrmt.engine import OwnWorkDirRunner, ResumeRNGHook, guard_checkpoint_loading
-from mmrmt.engine.inert_checkpoint_loading import WRAPPED_MARK
+from mmrmt.engine import OwnWorkDirRunner, ResumeRNGHook
+from mmrmt.upstream_fixes import make_resumed_configs_inert
 from helpers.code_in_checkpoint import code_that_touches
 
 
@@ -70,10 +70,10 @@ def test_plain_data_keeps_the_gpu_count_check(tmp_path):
 
 
 def test_every_loader_is_wrapped_once():
-    guard_checkpoint_loading()  # a second import of the guard wraps nothing twice
+    make_resumed_configs_inert()  # applying the fix again wraps nothing twice
     for prefix, loader in CheckpointLoader._schemes.items():
-        assert getattr(loader, WRAPPED_MARK, False), f'the loader of {prefix!r} is not guarded'
-        assert not getattr(loader.__wrapped__, WRAPPED_MARK, False), f'the loader of {prefix!r} is wrapped twice'
+        assert getattr(loader, 'makes_resumed_config_inert', False), f'the loader of {prefix!r} is not guarded'
+        assert not getattr(loader.__wrapped__, 'makes_resumed_config_inert', False), f'{prefix!r} wrapped twice'
         assert loader.__name__.startswith('load_from_')  # mmengine logs the backend by this name
 
 

@@ -4,9 +4,8 @@ from mmengine.config import Config
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
-import mmrmt.engine  # noqa: F401  (makes Runner.from_cfg honour the runner type)
 from mmrmt.engine import OwnWorkDirRunner
-from mmrmt.engine.honoured_runner_type import runner_class_named
+from mmrmt.upstream_fixes import runner_class_named
 
 
 class UsersOwnWorkDirRunner(OwnWorkDirRunner):

@@ -1,15 +1,18 @@
-"""strict_mmengine_loading (armed by ``import mmrmt``): every checkpoint mmengine loads is
-read weights-only, on upstream mmengine and on onedl-mmengine (whose fallback to
-``weights_only=False`` never runs), and a refused file is one line naming it."""
+"""mmrmt.upstream_fixes (applied by ``import mmrmt`` where mmdet or mmseg is installed): every
+checkpoint mmengine loads is read weights-only, on upstream mmengine and on onedl-mmengine (whose
+fallback to ``weights_only=False`` never runs), a refused file is one line naming it, the file, the
+reason and the fix; each fix can be turned off, and names its bug and versions."""
 import io
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from mmrmt.checkpoint import CheckpointRefusedError, load_weights_only, read_checkpoint
-from mmrmt.checkpoint.strict_mmengine_loading import REFUSAL_ADVICE
+from mmrmt.checkpoint import REFUSAL_ADVICE, CheckpointRefusedError, load_weights_only, read_checkpoint
+from mmrmt.upstream_fixes import OFF_VARIABLE, UPSTREAM_FIXES, apply_upstream_fixes
 from helpers.code_in_checkpoint import save_pickle_payload
 
 
@@ -17,11 +20,6 @@ from helpers.code_in_checkpoint import save_pickle_payload
 def payload(tmp_path):
     marker = tmp_path / 'PWNED'
     return save_pickle_payload(tmp_path / 'payload.pth', marker), marker
-
-
-def run_python(code: str, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, '-c', code, *map(str, args)], capture_output=True, text=True,
-                          timeout=300)
 
 
 def test_load_weights_only_refuses_a_payload_in_one_line(payload):
@@ -51,18 +49,21 @@ def test_read_checkpoint_leaves_out_torch_advice_for_a_blocked_module(payload):
     assert 'weights_only' not in str(refused.value).replace(str(checkpoint), '') and not marker.exists()
 
 
-#: After ``import mmrmt``, import mmengine's checkpoint module (not imported by mmrmt) and report its loaders.
+#: After ``import mmrmt``, mmengine's loaders.
 LOADERS_AFTER_IMPORT = """
-import sys
 import mmrmt
-assert 'mmengine.runner.checkpoint' not in sys.modules
 import mmengine.runner.checkpoint as checkpoint
 from mmrmt.checkpoint import load_weights_only
-from mmrmt.checkpoint.strict_mmengine_loading import load_from_local_weights_only
+from mmrmt.upstream_fixes import load_from_local_weights_only
 local = checkpoint.CheckpointLoader._schemes['']
 print(getattr(local, '__wrapped__', local) is load_from_local_weights_only,
       getattr(checkpoint, '_safe_torch_load', load_weights_only) is load_weights_only)
 """
+
+
+def run_python(code: str, *args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-c', code, *map(str, args)], capture_output=True, text=True,
+                          timeout=300, env=env)
 
 
 @pytest.mark.slow  # a fresh process
@@ -74,25 +75,43 @@ def test_mmengine_imported_after_mmrmt_loads_weights_only():
 
 @pytest.mark.slow  # a fresh process
 def test_mmengine_imported_before_mmrmt_loads_weights_only():
-    result = run_python(LOADERS_AFTER_IMPORT.replace('import mmrmt\nassert', 'import mmengine.runner\nassert not'
-                                                     ).replace('as checkpoint\n', 'as checkpoint\nimport mmrmt\n'))
+    result = run_python('import mmengine.runner\n' + LOADERS_AFTER_IMPORT)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ['True', 'True']
 
 
 @pytest.mark.slow  # a fresh process
-def test_an_uncaught_refusal_ends_the_process_in_one_line(payload):
+def test_an_uncaught_refusal_ends_in_a_traceback_whose_last_line_names_file_reason_and_fix(payload):
     checkpoint, marker = payload
     result = run_python('import sys, torch, mmrmt\nfrom mmengine.runner import CheckpointLoader\n'
                         'CheckpointLoader.load_checkpoint(sys.argv[1])', checkpoint)
     assert result.returncode == 1 and not marker.exists()
-    (line, ) = result.stderr.splitlines()
-    assert line.startswith(f'error: checkpoint {checkpoint} holds Python objects besides weights')
-    assert line.endswith(REFUSAL_ADVICE)
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f'mmrmt.checkpoint.weights_only.CheckpointRefusedError: checkpoint {checkpoint} '
+                           'holds Python objects besides weights (UnpicklingError: ')
+    assert last.endswith(REFUSAL_ADVICE)
 
 
 @pytest.mark.slow  # a fresh process
-def test_other_uncaught_errors_keep_their_traceback():
-    result = run_python('import mmrmt\nraise KeyError("other")')
-    assert result.returncode == 1
-    assert result.stderr.startswith('Traceback') and result.stderr.strip().endswith("KeyError: 'other'")
+def test_a_fix_turned_off_leaves_upstream_code_as_it_is():
+    env = {**os.environ, OFF_VARIABLE: 'weights-only-loading'}
+    result = run_python(LOADERS_AFTER_IMPORT, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ['False', 'True']  # upstream mmengine has no _safe_torch_load
+
+
+def test_an_unknown_name_to_turn_off_is_one_line(monkeypatch):
+    monkeypatch.setenv(OFF_VARIABLE, 'weights-only-loadin')
+    with pytest.raises(ValueError, match=rf'^{OFF_VARIABLE} names no fix \['):
+        apply_upstream_fixes('weights-only-loading')
+
+
+def test_every_fix_names_its_bug_versions_and_what_it_replaces():
+    for name, fix in UPSTREAM_FIXES.items():
+        assert fix.bug and fix.versions and fix.replaces, name
+        assert any(word in fix.versions for word in ('mmengine', 'mmseg')), name
+
+
+def test_docs_design_lists_every_fix():
+    design = (Path(__file__).parents[1] / 'docs' / 'design.md').read_text()
+    assert all(f'`{name}`' in design for name in UPSTREAM_FIXES)
