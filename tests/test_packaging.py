@@ -185,6 +185,35 @@ def test_installed_wheel_configs_load_as_mmrmt_bases(wheel, tmp_path):
     assert summary == 'RetinaNet RMT 0.0 [(8, 8), (4, 4), (2, 2), (1, 1), (1, 1)] [True, True]'
 
 
+#: What a timm user runs after ``pip install mmrmt`` with no extra.
+TIMM_USER = """
+import sys, timm, torch
+model = timm.create_model('rmt_t', features_only=True).eval()
+with torch.no_grad():
+    print([tuple(f.shape) for f in model(torch.randn(1, 3, 64, 64))])
+print(sorted(name for name in sys.modules if name.split('.')[0] in ('mmcv', 'mmengine', 'mmdet', 'mmseg')))
+"""
+
+
+def test_the_wheel_without_an_extra_serves_timm_users_with_only_torch_torchvision_and_timm(wheel, tmp_path):
+    """``pip install mmrmt.whl`` into an environment holding torch, torchvision and timm only (no mmcv,
+    mmengine, mmdet or mmseg): it installs nothing but mmrmt, and ``timm.create_model('rmt_t',
+    features_only=True)`` runs."""
+    python = core_environment(tmp_path, openmmlab=False)
+    env = {key: value for key, value in os.environ.items() if key != 'PYTHONPATH'}
+    install = subprocess.run(
+        [sys.executable, '-m', 'pip', '--python', str(python), 'install', '--disable-pip-version-check',
+         '--no-compile', '-c', str(REPO / 'requirements' / 'constraints.txt'), str(wheel)],
+        env=env, capture_output=True, text=True, timeout=900)
+    assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-3000:]
+    assert install.stdout.strip().splitlines()[-1] == f'Successfully installed mmrmt-{__version__}'
+    result = subprocess.run([str(python), '-c', 'import mmrmt\n' + TIMM_USER], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines() == [
+        '[(1, 64, 16, 16), (1, 128, 8, 8), (1, 256, 4, 4), (1, 512, 2, 2)]', '[]']
+
+
 @pytest.mark.parametrize('extra,summary', [
     ('det', 'RetinaNet RMT 0.0 [(8, 8), (4, 4), (2, 2), (1, 1), (1, 1)] [True, False]'),
     ('seg', 'EncoderDecoder RMT 0.0 [(16, 16)] [False, True]'),

@@ -73,13 +73,13 @@ def link_distributions(distributions: List[metadata.Distribution], folder: Path)
                 link.symlink_to(target)
 
 
-def core_environment(root: Path) -> Path:
+def core_environment(root: Path, openmmlab: bool = True) -> Path:
     """A fresh virtual environment in ``root/venv`` seeing only the core of this one
-    (:data:`SHARED_CORE` and the running family's mmcv and mmengine, linked in
+    (:data:`SHARED_CORE` and, with ``openmmlab``, the running family's mmcv and mmengine, linked in
     ``root/core``); return its Python."""
     venv = root / 'venv'
     subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(venv)], check=True)
-    core = SHARED_CORE + FAMILIES[running_family()]['core']
+    core = SHARED_CORE + (FAMILIES[running_family()]['core'] if openmmlab else ())
     link_distributions(required_distributions(core), root / 'core')
     python = venv / 'bin' / 'python'
     site_packages = subprocess.run([str(python), '-c', 'import sysconfig; print(sysconfig.get_path("purelib"))'],
