@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from mmrmt.deployment.export import random_proposals
-from mmrmt.registry import TARGET_REGISTRIES
+from mmrmt import models
 from mmrmt.utils import build_cpu_model, read_config
 from .contenders import backbone_type, parse_backbone, takes_impl
 from .upstream_rest import load_upstream_module
@@ -20,16 +20,15 @@ TENSOR_MODE_PROPOSALS = 1000
 def build_backbone(name: str, impl: Optional[str], weights: Optional[str] = None) -> torch.nn.Module:
     """The backbone TYPE-ARCH; ``weights``: an upstream-layout checkpoint it loads (random init otherwise).
 
-    Built through mmdet's or mmseg's registry, whichever is installed (``import mmrmt`` registered the
-    backbones there); ``impl`` is the backbone's (ResMLP's one implementation is 'fast' or None).
+    The core's class of that name; ``impl`` is the backbone's (ResMLP's one implementation is 'fast' or None).
     """
     backbone, arch = parse_backbone(name)
-    cfg = dict(type=backbone, arch=arch)
+    options = dict(arch=arch)
     if impl is not None and takes_impl(backbone):
-        cfg['impl'] = impl
+        options['impl'] = impl
     if weights is not None:
-        cfg['init_cfg'] = dict(type='Pretrained', checkpoint=weights)
-    model = TARGET_REGISTRIES[0].build(cfg)
+        options['init_cfg'] = dict(type='Pretrained', checkpoint=weights)
+    model = getattr(models, backbone)(**options)
     if weights is not None:
         model.init_weights()
     return model

@@ -100,11 +100,11 @@ def assert_refused_in_last_line(result, checkpoint: Path, marker: Path) -> None:
     names the file, the reason and the fix; the payload never ran."""
     assert not marker.exists(), 'the pickle payload ran'
     assert result.returncode == 1, result.stderr[-3000:]
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith(f'mmrmt.checkpoint.weights_only.CheckpointRefusedError: checkpoint {checkpoint} holds '
-                           'Python objects besides weights (UnpicklingError: ')
-    assert last.endswith(f'so it was not loaded and none of its code ran: {REFUSAL_ADVICE}')
-    assert 'weights_only' not in last.replace(str(checkpoint), '')  # not torch's advice to turn the safety off
+    error, _, message = result.stderr.strip().splitlines()[-1].partition(': ')
+    assert error == 'mmrmt.checkpoint.weights_only.CheckpointRefusedError'
+    assert message.startswith(f'checkpoint {checkpoint} holds Python objects besides weights (UnpicklingError: ')
+    assert message.endswith(f'so it was not loaded and none of its code ran: {REFUSAL_ADVICE}')
+    assert 'weights_only' not in message.replace(str(checkpoint), '')  # not torch's advice to turn the safety off
 
 
 def assert_library_refused(library: str, result, checkpoint: Path, marker: Path) -> None:
