@@ -64,8 +64,10 @@ def test_a_library_installed_under_a_fork_name_gives_its_bases(tmp_path, monkeyp
     assert cfg.train_cfg == dict(type='IterBasedTrainLoop', max_iters=40000, val_interval=4000, _scope_='mmseg')
 
 
-@pytest.mark.parametrize('name', ['rmt/no_such_config.py', 'rmt/upernet_rmt-t_8xb2-160k_ade20k-512x512'])
+@pytest.mark.parametrize('name', ['rmt/no_such_config.py', 'rmt/upernet_rmt-t_8xb2-160k_ade20k-512x512',
+                                  '../mmrmt/upstream_fixes.py', '../../main/setup.py', '/etc/hostname.py'])
 def test_an_unknown_name_is_one_line_naming_the_form(tmp_path, name):
+    """Also a path leading out of mmrmt's configs: an mmrmt:: base names one of them, no other file."""
     with pytest.raises(FileNotFoundError) as info:
         Config.fromfile(user_config(tmp_path, f'mmrmt::{name}'))
     message = str(info.value)
