@@ -1,7 +1,7 @@
-"""Inductor options of ``torch.compile(options=...)``, judged as torch.compile judges them, but before
-anything is built: a config's ``compile = dict(options=dict(...))`` (which mmengine passes to
-torch.compile for the training step, after the work dir, the log and the model exist) and
-``compile_report.py --options``.
+"""A config's ``compile`` setting and the Inductor options of ``torch.compile(options=...)``, judged as
+torch.compile judges them, but before anything is built: a config's ``compile = dict(...)`` (which
+mmengine passes to torch.compile for the training step, after the work dir, the log and the model
+exist) and ``compile_report.py --options``.
 
 torch.compile takes Inductor's config values by name (``freezing=True``,
 ``layout_optimization=False``; a dash in a name reads as an underscore) and
@@ -9,10 +9,17 @@ refuses an unknown name, or a value of another type, with a traceback that
 lists all of its several hundred options.
 """
 import difflib
+import inspect
 import typing
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 import torch
+
+
+def nearest_hint(name: str, known: Iterable[str]) -> str:
+    """``'; did you mean NEAREST?'`` for the known name nearest to ``name``, empty if none is near."""
+    nearest = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f'; did you mean {nearest[0]}?' if nearest else ''
 
 
 def inductor_option_problem(name: str, value: Any) -> Optional[str]:
@@ -22,21 +29,49 @@ def inductor_option_problem(name: str, value: Any) -> Optional[str]:
 
     known = config.get_config_copy()
     if name not in known:
-        nearest = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-        hint = f'; did you mean {nearest[0]}?' if nearest else ''
-        return f'torch {torch.__version__} Inductor has no option {name!r}{hint}'
+        return f'torch {torch.__version__} Inductor has no option {name!r}{nearest_hint(name, known)}'
     expected = config.get_type(name)
     if typing.get_origin(expected) is None and not isinstance(value, expected):
         return f'{name} takes a {expected.__name__}, got {value!r} ({type(value).__name__})'
     return None
 
 
+def compile_keywords_problem(compile_cfg: Mapping) -> Optional[str]:
+    """What is wrong with the keyword arguments of torch.compile in ``compile_cfg`` but its options: an
+    unknown keyword, an unknown mode or backend, mode and options together (torch refuses both)."""
+    keywords = [name for name in inspect.signature(torch.compile).parameters if name != 'model']
+    for key in compile_cfg:
+        if key not in keywords:
+            return f'torch.compile takes no argument {key!r}{nearest_hint(str(key), keywords)}'
+    mode, backend = compile_cfg.get('mode'), compile_cfg.get('backend')
+    modes = list(torch._inductor.list_mode_options())
+    if mode is not None and mode not in modes:
+        return f'compile.mode: torch {torch.__version__} has no mode {mode!r}; one of {modes}'
+    if isinstance(backend, str) and backend not in torch._dynamo.list_backends(exclude_tags=()):
+        return f'compile.backend: torch {torch.__version__} has no backend {backend!r}' + nearest_hint(
+            backend, torch._dynamo.list_backends(exclude_tags=()))
+    if mode is not None and compile_cfg.get('options') is not None:
+        return 'compile: give mode or options, not both (torch.compile takes one of them)'
+    return None
+
+
 def compile_setting_problem(compile_cfg: Any) -> Optional[str]:
     """What is wrong with a config's ``compile`` setting (True, False, None or the keyword arguments of
-    torch.compile), None if nothing: 'compile.options.NAME: ...' for its first bad Inductor option."""
-    options = compile_cfg.get('options') if isinstance(compile_cfg, Mapping) else None
-    if not isinstance(options, Mapping):
+    torch.compile), None if nothing: one line naming the setting, or 'compile.options.NAME: ...' for its
+    first bad Inductor option."""
+    if compile_cfg is None or isinstance(compile_cfg, bool):
         return None
+    if not isinstance(compile_cfg, Mapping):
+        return (f'compile must be True, False or dict(<keyword arguments of torch.compile>), got '
+                f'{compile_cfg!r} ({type(compile_cfg).__name__})')
+    problem = compile_keywords_problem(compile_cfg)
+    if problem is not None:
+        return problem
+    options = compile_cfg.get('options')
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        return f'compile.options must be a dict of Inductor options, e.g. dict(freezing=True), got {options!r}'
     for key, value in options.items():
         problem = inductor_option_problem(str(key).replace('-', '_'), value)
         if problem is not None:
