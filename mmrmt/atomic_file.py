@@ -1,9 +1,30 @@
 """Write a file so that it is either wholly replaced or left as it was."""
 import os
 import os.path as osp
+import re
 import uuid
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, List
+
+#: The name of :func:`replaced_atomically`'s temporary file of ``NAME``: ``.NAME.<12 hex digits>.tmp``.
+TEMPORARY_NAME = re.compile(r'\..+\.[0-9a-f]{12}\.tmp')
+
+
+def temporary_path(destination: str) -> str:
+    """A fresh temporary path beside ``destination`` (see :data:`TEMPORARY_NAME`)."""
+    folder, name = osp.split(osp.abspath(destination))
+    return osp.join(folder, f'.{name}.{uuid.uuid4().hex[:12]}.tmp')
+
+
+def remove_leftover_temporaries(folder: str) -> List[str]:
+    """Remove the temporary files of :func:`replaced_atomically` in ``folder`` (left by a process that
+    was killed while writing; call it only where no other process writes) and return their paths."""
+    if not osp.isdir(folder):
+        return []
+    leftovers = sorted(osp.join(folder, name) for name in os.listdir(folder) if TEMPORARY_NAME.fullmatch(name))
+    for path in leftovers:
+        os.unlink(path)
+    return leftovers
 
 
 @contextmanager
@@ -29,8 +50,7 @@ def replaced_atomically(destination: str, overwrite: bool = True) -> Iterator[st
         ...     torch.save(state, temporary)
         ...     check(temporary)  # raising here leaves out/backbone.pth as it was
     """
-    folder, name = osp.split(osp.abspath(destination))
-    temporary = osp.join(folder, f'.{name}.{uuid.uuid4().hex[:12]}.tmp')
+    temporary = temporary_path(destination)
     open(temporary, 'xb').close()
     try:
         yield temporary

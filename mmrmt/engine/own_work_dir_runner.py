@@ -10,7 +10,7 @@ from mmengine.logging import MMLogger
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner, find_latest_checkpoint
 
-from mmrmt.atomic_file import replaced_atomically
+from mmrmt.atomic_file import remove_leftover_temporaries, replaced_atomically
 from mmrmt.checkpoint import checkpoint_file_problem, is_remote, load_weights_only, read_checkpoint
 from mmrmt.upstream_fixes import is_readable_safetensors, make_checkpoint_inert
 from .inductor_options import compile_setting_problem
@@ -123,10 +123,15 @@ class OwnWorkDirRunner(Runner):
             raise
 
     def setup_env(self, env_cfg: dict) -> None:
-        """mmengine's setup (process group, timestamp), then the work dir's lock and,
-        for an automatic resume, the checkpoint to resume from: before anything is written."""
+        """mmengine's setup (process group, timestamp), then the work dir's lock, the removal of
+        checkpoints a killed run left half-written and, for an automatic resume, the checkpoint to
+        resume from: before anything is written."""
         super().setup_env(env_cfg)
         self._claim_work_dir()
+        out_dir = checkpoint_out_dir(self.cfg)
+        if self.rank == 0 and not is_remote(out_dir or ''):
+            for leftover in remove_leftover_temporaries(checkpoint_folder(self.work_dir, out_dir)):
+                self._note(f'removed {leftover}: a checkpoint a killed run did not finish writing')
         if self._auto_resume:
             try:
                 self._own_resume_checkpoint, moved = own_last_checkpoint(
