@@ -13,7 +13,7 @@ from .onnx_file import check_graph_file
 from .output_guard import check_new_file, check_not_an_input, dataloader_inputs
 from .preflight import (PreflightError, check_dataloader_paths, check_evaluator_files, check_writable,
                         file_errors_as_tool_errors)
-from .run_checkpoint import (check_pretrained_checkpoints, check_run_checkpoint, config_model_shapes, latest_checkpoint,
+from .run_checkpoint import (check_pretrained_checkpoints, check_run_checkpoint, config_model_specs, latest_checkpoint,
                              read_run_checkpoint)
 from .run_config import add_resume_rng_hook, build_runner, load_run_config, parse_launch_args, run_phase
 from .sync_bn import revert_sync_bn_when_single
@@ -25,7 +25,7 @@ __all__ = [
     'check_graph_file', 'MAX_PIXELS', 'MAX_SIDE', 'check_input_size',
     'PreflightError', 'check_dataloader_paths', 'check_evaluator_files', 'check_new_file', 'check_not_an_input',
     'dataloader_inputs',
-    'check_writable', 'check_pretrained_checkpoints', 'check_run_checkpoint', 'config_model_shapes',
+    'check_writable', 'check_pretrained_checkpoints', 'check_run_checkpoint', 'config_model_specs',
     'latest_checkpoint', 'read_run_checkpoint', 'add_resume_rng_hook', 'build_runner',
     'load_run_config', 'parse_launch_args', 'run_phase', 'revert_sync_bn_when_single', 'run_main'
 ]

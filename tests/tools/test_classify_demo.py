@@ -5,6 +5,7 @@ import re
 import pytest
 import torch
 from PIL import Image
+from safetensors.torch import save_file
 
 from helpers.classifier_goldens import seeded_state_dict
 from helpers.tool_modules import exit_line, import_tool
@@ -84,3 +85,15 @@ def test_a_missing_weights_file_and_a_broken_image_end_in_one_line(images, tmp_p
     broken.write_bytes((images / 'orange.jpg').read_bytes()[:200])
     line = exit_line(classify_demo.main, [broken, '--model', 'rmt_t', '--weights', tmp_path / 'no.pth'])
     assert line.startswith(f'error: {broken} is not a decodable image (')
+
+
+@pytest.mark.parametrize('dtype', [torch.int8, torch.bool])
+def test_weights_of_integers_are_one_line(images, tmp_path, dtype):
+    """A quantised-looking file is refused, not cast into a model whose every answer is the same."""
+    state = {key: value.to(dtype) if value.is_floating_point() else value
+             for key, value in seeded_state_dict('rest_lite', 0).items()}
+    save_file(state, str(tmp_path / 'quantised.safetensors'))
+    line = exit_line(classify_demo.main, [images / 'orange.jpg', '--model', 'rest_lite',
+                                          '--weights', tmp_path / 'quantised.safetensors'])
+    assert re.match(rf'error: \S+quantised.safetensors does not fit ResTClassifier: \d+ tensors hold another kind of '
+                    rf'number than the model\'s \(\S+: file {str(dtype)[6:]} vs model float32', line), line

@@ -9,9 +9,11 @@ functions call: timm's ``build_model_with_cfg`` with its ``features_only``
 wrapper over ``forward_intermediates``, and the weights of
 ``pretrained_cfg_overlay=dict(file=...)`` read by
 :meth:`TimmClassifierMixin.load_pretrained` (weights only, ``.pth`` or
-``.safetensors``, every key checked).
+``.safetensors``, every key checked). timm's ``checkpoint_path=`` (which
+timm reads itself, weights only) loads through :meth:`load_state_dict`, the
+same fit check first.
 """
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 import torch
 from timm.models import build_model_with_cfg
@@ -163,6 +165,22 @@ class TimmClassifierMixin:
         check_fit(self, state_dict, filename, self.classifier_prefixes if other_head else (),
                   'Is it a checkpoint of another variant (check the model name) or of another model?')
         self.load_state_dict(state_dict, strict=False)
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
+        """torch's ``load_state_dict``; a strict load is first checked as a file is (keys, shapes, kinds of number).
+
+        timm's ``create_model(..., checkpoint_path=...)`` loads its file
+        through here: an integer file for this float model, say, is one line
+        instead of weights cast into meaningless numbers.
+
+        Raises:
+            ValueError: ``strict`` and ``state_dict`` does not fit (see
+                :func:`~mmrmt.checkpoint.check_fit`); the model is left untouched.
+        """
+        if strict:
+            check_fit(self, state_dict, 'the weights loaded (by timm\'s checkpoint_path=, or load_state_dict)',
+                      advice='Is it a checkpoint of another variant (check the model name) or of another model?')
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
 
 def build_classifier(model_cls: Type[nn.Module], variant: str, pretrained: bool = False,
