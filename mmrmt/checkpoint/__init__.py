@@ -10,20 +10,21 @@ prefixes, its converter) to :func:`load_pretrained`.
 from .fit import TensorSpec, cast_note, check_fit, first_few, fit_problems, specs, starts_with_any
 from .loading import load_model_weights, load_pretrained
 from .reading import (SAFETENSORS_META_KEY, SAFETENSORS_SUFFIX, STATE_DICT_WRAPPERS, StateDict, checkpoint_file_problem,
-                      extract_state_dict, one_line_reason, read_checkpoint, read_safetensors, written_by_mmengine)
+                      extract_state_dict, is_safetensors_name, one_line_reason, read_checkpoint, read_safetensors,
+                      written_by_mmengine)
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
 from .strict_mmengine_loading import (CheckpointRefusedError, load_weights_only, print_refusals_in_one_line,
                                       strict_when_mmengine_loads)
 from .url import is_remote, is_url
 from .weights_only import CHECKPOINT_SAFE_GLOBALS, allow_mmengine_checkpoints
-from .writing import save_checkpoint, sha256_of, wants_safetensors
+from .writing import save_checkpoint, sha256_of
 
 __all__ = [
     'TensorSpec', 'cast_note', 'check_fit', 'first_few', 'fit_problems', 'specs', 'starts_with_any',
     'load_model_weights', 'load_pretrained',
     'SAFETENSORS_META_KEY', 'SAFETENSORS_SUFFIX', 'STATE_DICT_WRAPPERS',
     'StateDict', 'checkpoint_file_problem', 'extract_state_dict', 'one_line_reason', 'read_checkpoint',
-    'read_safetensors', 'written_by_mmengine', 'save_checkpoint', 'sha256_of', 'wants_safetensors',
+    'read_safetensors', 'written_by_mmengine', 'save_checkpoint', 'sha256_of', 'is_safetensors_name',
     'make_resumed_config_inert', 'read_saved_config', 'resumed_config',
     'CheckpointRefusedError', 'load_weights_only', 'print_refusals_in_one_line', 'strict_when_mmengine_loads',
     'CHECKPOINT_SAFE_GLOBALS', 'allow_mmengine_checkpoints', 'is_remote', 'is_url'

@@ -55,6 +55,11 @@ def one_line_reason(error: BaseException) -> str:
     return f'{type(error).__name__}: {lines[0]}' if lines else type(error).__name__
 
 
+def is_safetensors_name(path: object) -> bool:
+    """Whether ``path`` names a safetensors file: its suffix, in any case (``.safetensors``, ``.SAFETENSORS``)."""
+    return str(path).lower().endswith(SAFETENSORS_SUFFIX)
+
+
 def file_head(filename: str) -> bytes:
     """The first 16 bytes of ``filename``: enough to tell the formats apart."""
     with open(filename, 'rb') as file:
@@ -138,7 +143,7 @@ def read_checkpoint(filename: str) -> object:
         filename = fetch_checkpoint(filename)
     if not osp.isfile(filename):
         raise FileNotFoundError(f'checkpoint not found: {filename}')
-    if filename.endswith(SAFETENSORS_SUFFIX) or is_safetensors_head(file_head(filename)):
+    if is_safetensors_name(filename) or is_safetensors_head(file_head(filename)):
         return read_safetensors(filename)
     unreadable = f'{filename} is not a readable PyTorch checkpoint'
     problem = checkpoint_file_problem(filename)

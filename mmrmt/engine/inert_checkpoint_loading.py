@@ -18,7 +18,7 @@ from typing import Callable
 
 from mmengine.runner.checkpoint import CheckpointLoader
 
-from mmrmt.checkpoint import SAFETENSORS_SUFFIX, make_resumed_config_inert, read_checkpoint
+from mmrmt.checkpoint import is_safetensors_name, make_resumed_config_inert, read_checkpoint
 
 #: Attribute marking a loader already wrapped (importing twice wraps once).
 WRAPPED_MARK = '_mmrmt_resumed_config_inert'
@@ -33,7 +33,7 @@ def make_checkpoint_inert(checkpoint: object) -> object:
 
 def is_readable_safetensors(filename: object) -> bool:
     """Whether ``filename`` is a ``.safetensors`` path or URL :func:`~mmrmt.checkpoint.read_checkpoint` reads."""
-    return (isinstance(filename, str) and filename.endswith(SAFETENSORS_SUFFIX)
+    return (isinstance(filename, str) and is_safetensors_name(filename)
             and ('://' not in filename or filename.startswith(('http://', 'https://'))))
 
 
