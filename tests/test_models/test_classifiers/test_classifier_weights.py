@@ -138,3 +138,28 @@ def test_a_half_precision_file_loads_and_is_said_once(tmp_path, way, caplog):
     assert len(notes) == 1 and re.search(r'into ResTClassifier: \d+ float16 tensors load as float32', notes[0])
     expected = seeded_state_dict('rest_lite', 0)['head.weight'].half().float()
     assert torch.equal(model.head.weight, expected)
+
+
+@pytest.mark.parametrize('variant, origin', [('rmt_s', 'https://github.com/qhfan/RMT'),
+                                             ('rest_lite', 'https://github.com/wofmanaf/ResT')])
+def test_pretrained_without_a_file_says_where_the_files_are(variant, origin):
+    with pytest.raises(ValueError) as error:
+        timm.create_model(variant, pretrained=True)
+    assert str(error.value) == (f"{variant}: timm has no download of the authors' ImageNet weights; take their file "
+                                f'from {origin} (see docs/timm.md) and pass it: timm.create_model({variant!r}, '
+                                "pretrained=True, pretrained_cfg_overlay=dict(file='PATH.pth'))")
+
+
+@pytest.mark.parametrize('variant, first_conv', [('rmt_t', 'patch_embed.proj.0.weight'),
+                                                 ('rest_lite', 'stem.conv1.weight')])
+@pytest.mark.parametrize('in_chans', [1, 4])
+def test_other_input_channels_adapt_the_first_conv_as_timm_does(tmp_path, variant, first_conv, in_chans):
+    """timm's adapt_input_conv: one channel sums the RGB filters; more repeat them, scaled by 3 / in_chans."""
+    path = authors_file(tmp_path, variant)
+    model = timm.create_model(variant, in_chans=in_chans, **with_file(path))
+    rgb = seeded_state_dict(variant, 0)[first_conv].float()
+    expected = rgb.sum(1, keepdim=True) if in_chans == 1 else rgb[:, [0, 1, 2, 0]] * 3 / 4
+    assert torch.allclose(model.state_dict()[first_conv], expected, rtol=1e-6, atol=1e-7)
+    assert model(torch.randn(1, in_chans, 64, 64)).shape == (1, 1000)
+    head = seeded_state_dict(variant, 0)['head.weight'].float()
+    assert torch.equal(model.head.weight, head)
