@@ -12,9 +12,12 @@ goes through the model's own evaluation transform (its ``pretrained_cfg``:
 resize, centre crop, mean and std, interpolation, by
 ``timm.data.resolve_data_config`` and ``create_transform``); for each one the
 ``--topk`` ImageNet classes are printed with their probabilities, indices,
-WordNet ids and names (``timm.data.ImageNetInfo``). Every input is checked
-first: a missing or undecodable image, a model name that is not ours, a
-missing weights file or one of another model is one ``error:`` line.
+WordNet ids and names (``timm.data.ImageNetInfo``). Images are read as
+``image_demo.py`` reads them (:func:`mmrmt.apis.read_image`: a 16-bit PNG
+scaled to 8 bits). Every input is checked first: a missing, undecodable or
+too large image (a decompression bomb), a device torch does not have, a model
+name that is not ours, a missing weights file or one of another model (or of
+integers: a quantised file) is one ``error:`` line.
 """
 import argparse
 from pathlib import Path
@@ -26,8 +29,9 @@ from PIL import Image
 from timm.data import ImageNetInfo, create_transform, resolve_data_config
 
 import mmrmt  # noqa: F401  (registers the timm models)
-from mmrmt.apis import collect_images
+from mmrmt.apis import collect_images, read_image
 from mmrmt.utils import PreflightError, file_errors_as_tool_errors, run_main
+from mmrmt.utils.device import check_device
 
 #: mmrmt's timm models.
 MODEL_NAMES = timm.list_models(['rmt*', 'rest*'])
@@ -44,20 +48,14 @@ def parse_args(argv: List[str] = None) -> argparse.Namespace:
 
 
 def read_images(inputs: List[str]) -> Dict[Path, Image.Image]:
-    """Every image of ``inputs``, decoded to RGB.
+    """Every image of ``inputs``, decoded to 8-bit RGB by :func:`~mmrmt.apis.read_image`.
 
     Raises:
-        PreflightError: An input names no image, or an image cannot be decoded.
+        PreflightError: An input names no image, or an image is too large or
+            cannot be decoded.
     """
-    images = {}
-    for item in inputs:
-        for path in collect_images(item):
-            try:
-                with Image.open(path) as image:
-                    images[path] = image.convert('RGB')
-            except (OSError, SyntaxError) as error:  # PIL: unidentified, truncated or corrupt files
-                raise PreflightError(f'{path} is not a decodable image ({error})') from error
-    return images
+    return {path: Image.fromarray(read_image(path, channel_order='rgb'))
+            for item in inputs for path in collect_images(item)}
 
 
 def build_classifier(name: str, weights: str, device: str) -> torch.nn.Module:
@@ -94,6 +92,7 @@ def main(argv: List[str] = None) -> List[str]:
     args = parse_args(argv)
     if not 1 <= args.topk <= 1000:
         raise PreflightError(f'--topk must be in 1-1000 (the ImageNet classes), got {args.topk}')
+    check_device(args.device)
     images = read_images(args.images)
     model = build_classifier(args.model, args.weights, args.device)
     lines = top_classes(model, images, args.topk, args.device)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Callable, Dict, Optional, Tuple
 
-from mmrmt.checkpoint import SAFETENSORS_SUFFIX, load_weights_only, make_resumed_config_inert, read_checkpoint
+from mmrmt.checkpoint import is_safetensors_name, load_weights_only, make_resumed_config_inert, read_checkpoint
 from .openmmlab_stack import installed
 
 #: The environment variable naming the fixes a user turns off (comma-separated, or ``all``).
@@ -67,7 +67,7 @@ def load_mmengine_checkpoints_weights_only() -> None:
 
 def is_readable_safetensors(filename: object) -> bool:
     """Whether ``filename`` is a ``.safetensors`` path or URL :func:`~mmrmt.checkpoint.read_checkpoint` reads."""
-    return (isinstance(filename, str) and filename.endswith(SAFETENSORS_SUFFIX)
+    return (isinstance(filename, str) and is_safetensors_name(filename)
             and ('://' not in filename or filename.startswith(('http://', 'https://'))))
 
 

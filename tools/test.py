@@ -33,7 +33,7 @@ import torch
 from mmengine.config import Config
 
 from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
-                         check_not_an_input, check_run_checkpoint, check_writable, config_model_shapes,
+                         check_not_an_input, check_run_checkpoint, check_writable, config_model_specs,
                          dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase)
 from mmrmt.utils.amp import amp_dtype
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
@@ -102,7 +102,7 @@ def main() -> None:
     if args.show_dir:
         check_writable(args.show_dir, '--show-dir', is_dir=True)
         check_not_an_input(args.show_dir, '--show-dir', inputs)
-    check_run_checkpoint(cfg, config_model_shapes(cfg), args.checkpoint, 'checkpoint',
+    check_run_checkpoint(cfg, config_model_specs(cfg), args.checkpoint, 'checkpoint',
                          allow_partial=args.allow_partial_load)
     check_dataloader_paths(cfg, ['test_dataloader'])
     check_evaluator_files(cfg, ['test_evaluator'])

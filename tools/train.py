@@ -29,7 +29,7 @@ from mmengine.config import Config
 from mmrmt.engine.own_checkpoint import checkpoint_out_dir
 from mmrmt.utils import (add_resume_rng_hook, build_runner, check_dataloader_paths, check_evaluator_files,
                          check_not_an_input, check_pretrained_checkpoints, check_run_checkpoint, check_writable,
-                         config_model_shapes, dataloader_inputs, latest_checkpoint, load_run_config, parse_launch_args,
+                         config_model_specs, dataloader_inputs, latest_checkpoint, load_run_config, parse_launch_args,
                          run_main, run_phase)
 from mmrmt.utils.amp import use_amp_optim_wrapper
 from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
@@ -86,13 +86,13 @@ def main() -> None:
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
     check_not_an_input(cfg.work_dir, '--work-dir', [('the config', args.config),
                                                     *dataloader_inputs(cfg, ['train_dataloader', 'val_dataloader'])])
-    model_shapes = config_model_shapes(cfg)
+    model_specs = config_model_specs(cfg)
     check_pretrained_checkpoints(cfg)
     start = set_start_checkpoint(cfg, args.resume)
     if not cfg.get('resume'):
         check_no_earlier_run(cfg.work_dir, checkpoint_out_dir(cfg))
     if start is not None:
-        check_run_checkpoint(cfg, model_shapes, *start, resume=bool(cfg.get('resume')),
+        check_run_checkpoint(cfg, model_specs, *start, resume=bool(cfg.get('resume')),
                              allow_partial=args.allow_partial_load)
     loaders, evaluators = ['train_dataloader'], []
     if cfg.get('val_cfg'):  # a run without validation needs no validation data

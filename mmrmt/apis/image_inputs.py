@@ -1,10 +1,13 @@
 """The images a demo run reads and the files it writes, checked before any model is built.
 
 :func:`collect_images` turns the user's INPUTS (an image, a folder or a glob
-pattern) into a list of files; :func:`read_image_sizes` decodes each one the
-way the inference pipeline will; :func:`output_files` names the picture and
-the JSON file of each image and refuses to replace existing files unless the
-caller forces it, or to write into a path that is a file.
+pattern) into a list of files; :func:`read_image` is the demos' one image
+reader (8 bits a channel whatever the file holds: a 16-bit PNG is scaled, not
+clipped; a decompression bomb is refused from its header);
+:func:`read_image_sizes` decodes each one the way the inference pipeline
+will; :func:`output_files` names the picture and the JSON file of each image
+and refuses to replace existing files unless the caller forces it, or to
+write into a path that is a file.
 """
 import glob
 from pathlib import Path
@@ -21,8 +24,9 @@ from mmrmt.utils.output_guard import resolved
 #: File endings read from a folder (a single file or a glob match is taken as it is).
 IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
 
-#: The largest image, and painted picture, the demo takes: 8192x8192 pixels. A Mask R-CNN
-#: pastes each of its (up to 100) masks at the image's full size, a byte a pixel: 6.7 GB here.
+#: The largest image, and painted picture, the demos take: 8192x8192 pixels. A Mask R-CNN
+#: pastes each of its (up to 100) masks at the image's full size, a byte a pixel: 6.7 GB here;
+#: a PNG of more pixels may be a decompression bomb (PIL refuses 179M and warns from 89M).
 MAX_PIXELS = 8192 * 8192
 
 
@@ -74,16 +78,23 @@ def decoded_image(image: Path) -> Tuple[Optional[np.ndarray], str]:
     return decoded, ''
 
 
-def read_image(image: Path) -> np.ndarray:
-    """The image as the image demo reads it (:func:`decoded_image`).
+def read_image(image: Path, channel_order: str = 'bgr') -> np.ndarray:
+    """The image as the demos read it (:func:`decoded_image`: 8 bits a channel, a 16-bit
+    file's values scaled by 1/256), after its header passed :func:`check_image_pixels`.
+
+    Args:
+        image (Path): The file.
+        channel_order (str): 'bgr' (what the OpenMMLab pipelines take) or 'rgb'.
 
     Raises:
-        PreflightError: It cannot be read or decoded (a truncated JPEG included).
+        PreflightError: It is too large, or cannot be read or decoded (a
+            truncated JPEG included).
     """
+    check_image_pixels(image)
     decoded, problem = decoded_image(image)
     if decoded is None:
         raise PreflightError(f'{image} {problem}')
-    return decoded
+    return np.ascontiguousarray(decoded[..., ::-1]) if channel_order == 'rgb' else decoded
 
 
 def header_size(image: Path) -> Optional[Tuple[int, int]]:
@@ -99,6 +110,19 @@ def header_size(image: Path) -> Optional[Tuple[int, int]]:
         Image.MAX_IMAGE_PIXELS = limit
 
 
+def check_image_pixels(image: Path) -> None:
+    """Fail, before it is decoded, if ``image``'s header declares more than :data:`MAX_PIXELS`
+    (a decompression bomb: a small file that decodes to gigabytes).
+
+    Raises:
+        PreflightError: Naming the image, its size and what to do.
+    """
+    size = header_size(image)
+    if size is not None and size[0] * size[1] > MAX_PIXELS:
+        raise PreflightError(f'{image} is {size[0]}x{size[1]} pixels, more than the demo takes ({MAX_PIXELS:,} '
+                             'pixels, e.g. 8192x8192); shrink it first')
+
+
 def check_image_bounds(images: Sequence[Path], picture_scale: int) -> None:
     """Fail, before any image is decoded, if an image or its painted picture exceeds :data:`MAX_PIXELS`.
 
@@ -110,13 +134,11 @@ def check_image_bounds(images: Sequence[Path], picture_scale: int) -> None:
         PreflightError: Naming the image, its size and what to do.
     """
     for image in images:
+        check_image_pixels(image)
         size = header_size(image)
         if size is None:
             continue
         width, height = size
-        if width * height > MAX_PIXELS:
-            raise PreflightError(f'{image} is {width}x{height} pixels, more than the demo takes ({MAX_PIXELS:,} '
-                                 'pixels, e.g. 8192x8192: each mask is pasted at full size); shrink it first')
         if width * height * picture_scale ** 2 > MAX_PIXELS:
             raise PreflightError(f'--picture-scale {picture_scale} would paint {image} ({width}x{height}) on '
                                  f'{width * picture_scale}x{height * picture_scale} pixels, more than '

@@ -9,6 +9,7 @@ import torch
 from mmrmt.deployment.runtime import check_runtime, cpu_features, file_inputs, shape_mismatch
 from mmrmt.models import backbones
 from mmrmt.utils import PreflightError, check_graph_file, check_input_size, read_config
+from mmrmt.utils.model_kind import check_graph_fits_config, other_graph_kind
 from .contenders import backbone_type, parse_backbone, takes_impl
 from .models import TENSOR_MODE_PROPOSALS
 from .upstream_rest import check_upstream_repo
@@ -98,7 +99,8 @@ def check_args(args: argparse.Namespace) -> None:
 
 def check_onnx_args(args: argparse.Namespace) -> None:
     """Fail unless the --onnx files can be timed as given: inference on the CPU, runtimes that run each
-    --precision, f32 among them (every row is compared with float32), files that exist.
+    --precision, f32 among them (every row is compared with float32), files that exist, each the graph
+    of the kind of model timed beside it (:func:`check_graph_fits`).
 
     Raises:
         PreflightError: One line naming the problem and the fix.
@@ -113,6 +115,25 @@ def check_onnx_args(args: argparse.Namespace) -> None:
     check_runtimes(args)
     for path in args.onnx:
         check_graph_file(path, '--onnx file')
+        check_graph_fits(path, args)
+
+
+def check_graph_fits(path: str, args: argparse.Namespace) -> None:
+    """Fail if the --onnx file ``path`` is the graph of another kind of model than the config's (the
+    check of tools/deployment/test_onnx.py) or, with --backbone, of a whole model: its time and outputs
+    would be reported as the model's.
+
+    Raises:
+        PreflightError: One line naming both kinds and the fix.
+    """
+    if args.config is not None:
+        check_graph_fits_config(path, read_config(args.config), args.config)
+        return
+    graph = other_graph_kind(path, 'backbone')
+    if graph is not None:
+        raise PreflightError(f'{path} is the graph of a {graph}, but --backbone {args.backbone} times a backbone: '
+                             'give the config the graph was exported from, or export the backbone with '
+                             'tools/deployment/pytorch2onnx.py --backbone-only')
 
 
 def check_runtimes(args: argparse.Namespace) -> None:

@@ -7,9 +7,9 @@ from typing import Optional, Tuple
 import numpy as np
 import torch
 
-from mmrmt.deployment.export import random_proposals
 from mmrmt import models
-from mmrmt.utils import build_cpu_model, read_config
+from mmrmt.deployment.export import random_proposals
+from mmrmt.utils import build_seeded_model, read_config
 from .contenders import backbone_type, parse_backbone, takes_impl
 from .upstream_rest import load_upstream_module
 
@@ -48,15 +48,20 @@ def save_upstream_weights(args: argparse.Namespace, directory: str) -> str:
 
 
 def build_whole_model(config: str, impl: Optional[str]) -> Tuple[torch.nn.Module, str]:
-    """A config's model with random weights and ``impl`` (its backbone's), and its scope ('mmdet' or 'mmseg')."""
+    """A config's model with ``impl`` (its backbone's), and its scope ('mmdet' or 'mmseg').
+
+    Its weights are the initialised ones of seed :data:`~mmrmt.utils.INIT_SEED`, those
+    tools/deployment/pytorch2onnx.py exports without --weights, so that an --onnx file's outputs are
+    compared with the torch model's own.
+    """
     cfg = read_config(config)
     scope = cfg.get('default_scope', 'mmdet')
     if scope not in ('mmdet', 'mmseg'):
         raise ValueError(f"{config}: default_scope must be 'mmdet' or 'mmseg', got {scope!r}.")
     if impl is not None and takes_impl(backbone_type(cfg)):  # ResMLP's one implementation: 'fast' or None
         cfg.model.backbone.impl = impl
-    cfg.model.backbone.pop('init_cfg', None)  # random weights: no download, same speed
-    return build_cpu_model(cfg), scope
+    cfg.model.backbone.pop('init_cfg', None)  # initialised weights: no download, same speed
+    return build_seeded_model(cfg), scope
 
 
 def synthetic_samples(scope: str, batch: int, shape: Tuple[int, int], device: str) -> list:

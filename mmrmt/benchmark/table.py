@@ -5,7 +5,7 @@ from typing import Dict, Tuple
 import torch
 
 from mmrmt.deployment.runtime import ImageChunks, onnx_graph, relative_difference
-from .contenders import baseline_label, contenders
+from .contenders import baseline_label
 from .workers import Result
 
 
@@ -18,17 +18,16 @@ def graph_batches(path: str, batch: int, shape: Tuple[int, int]) -> str:
 
 
 def format_table(args: argparse.Namespace, results: Dict[str, Dict[str, Result]]) -> str:
-    """The Markdown table: one row a contender and mode; with --onnx also each one's output error."""
+    """The Markdown table: one row a contender and mode; with --onnx also each one's output error, against
+    the torch model's float32 outputs (the baseline row: the model the config or --backbone names)."""
     label = baseline_label(args)
-    error_column = ' error vs float32 |' if args.onnx else ''
+    error_column = f' error vs {label} |' if args.onnx else ''
     lines = ['| impl | mode | median s | img/s | peak MB | speed-up vs ' f'{label} | memory vs {label} | '
              'process peak MB |' + error_column, '|---|---|---|---|---|---|---|---|' + '---|' * bool(args.onnx)]
     for mode, per_impl in results.items():
-        base_time, base_peak, _, _ = per_impl[label]
-        references = {runtime is None: per_impl[name][3] for name, _, _, runtime, _ in reversed(contenders(args))}
-        runtimes = {name: runtime for name, _, _, runtime, _ in contenders(args)}
+        base_time, base_peak, _, reference = per_impl[label]
         for impl, (seconds, peak, process_peak, outputs) in per_impl.items():
-            error = f' {output_error(references[runtimes[impl] is None], outputs)} |' if args.onnx else ''
+            error = f' {output_error(reference, outputs)} |' if args.onnx else ''
             lines.append(f'| {impl} | {mode} | {seconds:.3f} | {args.batch / seconds:.2f} | '
                          f'{peak / 2**20:.0f} | {base_time / seconds:.2f}x | '
                          f'{peak / base_peak if base_peak > 0 else float("nan"):.2f}x | '
@@ -38,8 +37,8 @@ def format_table(args: argparse.Namespace, results: Dict[str, Dict[str, Result]]
 
 def output_error(expected: list, actual: list) -> str:
     """max |actual - expected| / max |expected| over the outputs (:func:`relative_difference`),
-    or 'n/a' for outputs of another kind."""
+    or 'other shapes' for outputs of another number or shape (a graph of another variant)."""
     try:
         return f'{relative_difference([torch.from_numpy(array) for array in expected], actual):.1e}'
     except ValueError:
-        return 'n/a'
+        return 'other shapes'

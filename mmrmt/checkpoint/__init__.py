@@ -7,22 +7,23 @@ Nothing here imports :mod:`mmrmt.models`: this package knows files and state
 dicts, not networks; a backbone passes what it knows (its classifier
 prefixes, its converter) to :func:`load_pretrained`.
 """
-from .fit import first_few, fit_problems, shapes, starts_with_any
-from .loading import check_fit, load_model_weights, load_pretrained
+from .fit import TensorSpec, cast_note, check_fit, first_few, fit_problems, specs, starts_with_any
+from .loading import load_model_weights, load_pretrained
 from .reading import (SAFETENSORS_META_KEY, SAFETENSORS_SUFFIX, STATE_DICT_WRAPPERS, StateDict, checkpoint_file_problem,
-                      extract_state_dict, read_checkpoint, read_safetensors, written_by_mmengine)
+                      extract_state_dict, is_safetensors_name, read_checkpoint, read_safetensors, written_by_mmengine)
 from .reasons import one_line_reason
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
 from .url import is_remote, is_url
 from .weights_only import (REFUSAL_ADVICE, CheckpointRefusedError, checkpoint_safe_globals, load_weights_only,
                            load_with_checkpoint_types)
-from .writing import save_checkpoint, sha256_of, wants_safetensors
+from .writing import save_checkpoint, sha256_of
 
 __all__ = [
-    'first_few', 'fit_problems', 'shapes', 'starts_with_any', 'check_fit', 'load_model_weights', 'load_pretrained',
+    'TensorSpec', 'cast_note', 'check_fit', 'first_few', 'fit_problems', 'specs', 'starts_with_any',
+    'load_model_weights', 'load_pretrained',
     'SAFETENSORS_META_KEY', 'SAFETENSORS_SUFFIX', 'STATE_DICT_WRAPPERS',
     'StateDict', 'checkpoint_file_problem', 'extract_state_dict', 'one_line_reason', 'read_checkpoint',
-    'read_safetensors', 'written_by_mmengine', 'save_checkpoint', 'sha256_of', 'wants_safetensors',
+    'read_safetensors', 'written_by_mmengine', 'save_checkpoint', 'sha256_of', 'is_safetensors_name',
     'make_resumed_config_inert', 'read_saved_config', 'resumed_config',
     'CheckpointRefusedError', 'REFUSAL_ADVICE', 'load_weights_only',
     'checkpoint_safe_globals', 'load_with_checkpoint_types', 'is_remote', 'is_url'

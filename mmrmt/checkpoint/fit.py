@@ -1,16 +1,47 @@
 """Whether a checkpoint's weights fit a model: the one check every loader and tool uses.
 
 A file fits when it holds each of the model's keys (except those the model
-may lack in such files) with the model's shape, and no other key.
+may lack in such files) with the model's shape and kind of number, and no
+other key. The kinds are floating point, complex, integer and boolean: an
+integer tensor (a quantised file's int8, say) cast into a floating weight is
+a meaningless number, so a file of another kind does not fit. Another dtype
+of the same kind (a float16 or bfloat16 file into a float32 model) fits: it
+is cast to the model's dtype as ``load_state_dict`` does, and
+:func:`check_fit` says so in one log message.
 """
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+import logging
+from typing import Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence
 
 import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
 
 
-def shapes(state_dict: Mapping[str, torch.Tensor]) -> Dict[str, torch.Size]:
-    """The shape of each tensor of a state dict."""
-    return {key: value.shape for key, value in state_dict.items()}
+class TensorSpec(NamedTuple):
+    """What the fit check knows of a tensor: its shape and dtype."""
+
+    shape: torch.Size
+    dtype: torch.dtype
+
+
+def specs(state_dict: Mapping[str, torch.Tensor]) -> Dict[str, TensorSpec]:
+    """The shape and dtype of each tensor of a state dict."""
+    return {key: TensorSpec(value.shape, value.dtype) for key, value in state_dict.items()}
+
+
+def number_kind(dtype: torch.dtype) -> str:
+    """'floating point', 'complex', 'boolean' or 'integer': the dtypes a tensor casts between meaningfully."""
+    if dtype.is_floating_point:
+        return 'floating point'
+    if dtype.is_complex:
+        return 'complex'
+    return 'boolean' if dtype == torch.bool else 'integer'
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float16`` as ``float16``."""
+    return str(dtype).replace('torch.', '')
 
 
 def starts_with_any(key: str, prefixes: Iterable[str]) -> bool:
@@ -24,16 +55,17 @@ def first_few(items: Sequence[str], count: int = 5) -> str:
     return ', '.join(items[:count]) + more
 
 
-def fit_problems(model_shapes: Mapping[str, torch.Size],
-                 file_shapes: Mapping[str, torch.Size],
+def fit_problems(model_specs: Mapping[str, TensorSpec],
+                 file_specs: Mapping[str, TensorSpec],
                  may_be_missing: Sequence[str] = (),
                  owner_of: Optional[Callable[[str], str]] = None,
                  shape_hint: Optional[Callable[[str], str]] = None) -> List[str]:
     """What keeps a checkpoint from loading strictly into a model.
 
     Args:
-        model_shapes (Mapping[str, torch.Size]): The model's keys and shapes.
-        file_shapes (Mapping[str, torch.Size]): The checkpoint's.
+        model_specs (Mapping[str, TensorSpec]): The model's keys, shapes and
+            dtypes (:func:`specs` of its state dict).
+        file_specs (Mapping[str, TensorSpec]): The checkpoint's.
         may_be_missing (Sequence[str]): Prefixes of model keys the checkpoint
             may lack.
         owner_of (callable, optional): Names the part of the file's network a
@@ -43,22 +75,66 @@ def fit_problems(model_shapes: Mapping[str, torch.Size],
 
     Returns:
         list[str]: One phrase per kind of problem — tensors that differ in
-        shape (in the file's order), unexpected keys, missing keys (sorted) —
-        each naming the first few; empty when the checkpoint fits.
+        shape, tensors of another kind of number (both in the file's order),
+        unexpected keys, missing keys (sorted) — each naming the first few;
+        empty when the checkpoint fits.
     """
-    mismatched = [f'{key}: file {tuple(shape)} vs model {tuple(model_shapes[key])}'
+    common = [key for key in file_specs if key in model_specs]
+    mismatched = [f'{key}: file {tuple(file_specs[key].shape)} vs model {tuple(model_specs[key].shape)}'
                   f'{shape_hint(key) if shape_hint else ""}'
-                  for key, shape in file_shapes.items()
-                  if key in model_shapes and shape != model_shapes[key]]
-    unexpected = sorted(key for key in file_shapes if key not in model_shapes)
-    missing = sorted(key for key in model_shapes
-                     if key not in file_shapes and not starts_with_any(key, may_be_missing))
+                  for key in common if file_specs[key].shape != model_specs[key].shape]
+    other_kind = [f'{key}: file {dtype_name(file_specs[key].dtype)} vs model {dtype_name(model_specs[key].dtype)}'
+                  for key in common if number_kind(file_specs[key].dtype) != number_kind(model_specs[key].dtype)]
+    unexpected = sorted(key for key in file_specs if key not in model_specs)
+    missing = sorted(key for key in model_specs
+                     if key not in file_specs and not starts_with_any(key, may_be_missing))
     problems: List[str] = []
     if mismatched:
         problems.append(f'{len(mismatched)} tensors differ in shape ({first_few(mismatched, 3)})')
+    if other_kind:
+        problems.append(f'{len(other_kind)} tensors hold another kind of number than the model\'s '
+                        f'({first_few(other_kind, 3)}), which no cast makes the same weights (a quantised file?)')
     if unexpected:
         owners = f', of the {", ".join(sorted({owner_of(key) for key in unexpected}))}' if owner_of else ''
         problems.append(f'{len(unexpected)} unexpected keys{owners} ({first_few(unexpected)})')
     if missing:
         problems.append(f'{len(missing)} missing keys ({first_few(missing)})')
     return problems
+
+
+def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, TensorSpec]) -> Optional[str]:
+    """Which tensors of a fitting file load cast to another dtype of the same kind, or None.
+
+    Returns:
+        str, optional: e.g. ``'210 float16 tensors load as float32, 2 int32
+        tensors as int64 (the model's dtypes)'``.
+    """
+    casts: Dict[tuple, int] = {}
+    for key, spec in file_specs.items():
+        if key in model_specs and spec.dtype != model_specs[key].dtype:
+            pair = (dtype_name(spec.dtype), dtype_name(model_specs[key].dtype))
+            casts[pair] = casts.get(pair, 0) + 1
+    if not casts:
+        return None
+    phrases = [f'{count} {file} tensors load as {model}' for (file, model), count in casts.items()]
+    return f'{", ".join(phrases)} (the model\'s dtypes)'
+
+
+def check_fit(model: nn.Module, state_dict: Mapping[str, torch.Tensor], source: str,
+              may_be_missing: Sequence[str] = (), advice: str = 'Is it a checkpoint of another model?') -> None:
+    """Fail unless ``state_dict`` loads into ``model`` strictly (but for keys under ``may_be_missing``).
+
+    Tensors of another dtype of the same kind are cast when loaded; that is
+    logged (one message naming ``source`` and the dtypes).
+
+    Raises:
+        ValueError: ``'<source> does not fit <Model>: <problems>. <advice>'``, the
+            problems as :func:`fit_problems` names them.
+    """
+    model_specs, file_specs = specs(model.state_dict()), specs(state_dict)
+    problems = fit_problems(model_specs, file_specs, may_be_missing=may_be_missing)
+    if problems:
+        raise ValueError(f'{source} does not fit {type(model).__name__}: {"; ".join(problems)}. {advice}')
+    note = cast_note(model_specs, file_specs)
+    if note:
+        logger.info(f'{source} into {type(model).__name__}: {note}')

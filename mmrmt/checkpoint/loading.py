@@ -15,21 +15,8 @@ from typing import Callable, Optional, Sequence
 
 from torch import nn
 
-from .fit import fit_problems, shapes, starts_with_any
+from .fit import check_fit, starts_with_any
 from .reading import StateDict, extract_state_dict, read_checkpoint
-
-
-def check_fit(model: nn.Module, state_dict: StateDict, source: str, may_be_missing: Sequence[str] = (),
-              advice: str = 'Is it a checkpoint of another model?') -> None:
-    """Fail unless ``state_dict`` loads into ``model`` strictly (but for keys under ``may_be_missing``).
-
-    Raises:
-        ValueError: ``'<source> does not fit <Model>: <problems>. <advice>'``, the
-            problems as :func:`~mmrmt.checkpoint.fit.fit_problems` names them.
-    """
-    problems = fit_problems(shapes(model.state_dict()), shapes(state_dict), may_be_missing=may_be_missing)
-    if problems:
-        raise ValueError(f'{source} does not fit {type(model).__name__}: {"; ".join(problems)}. {advice}')
 
 
 def load_model_weights(model: nn.Module, checkpoint: object, source: Optional[str] = None) -> object:

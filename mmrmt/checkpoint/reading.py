@@ -30,6 +30,11 @@ SAFETENSORS_SUFFIX = '.safetensors'
 SAFETENSORS_META_KEY = 'mmrmt_meta'
 
 
+def is_safetensors_name(path: object) -> bool:
+    """Whether ``path`` names a safetensors file: its suffix, in any case (``.safetensors``, ``.SAFETENSORS``)."""
+    return str(path).lower().endswith(SAFETENSORS_SUFFIX)
+
+
 def file_head(filename: str) -> bytes:
     """The first 16 bytes of ``filename``: enough to tell the formats apart."""
     with open(filename, 'rb') as file:
@@ -112,7 +117,7 @@ def read_checkpoint(filename: str) -> object:
         filename = fetch_checkpoint(filename)
     if not osp.isfile(filename):
         raise FileNotFoundError(f'checkpoint not found: {filename}')
-    if filename.endswith(SAFETENSORS_SUFFIX) or is_safetensors_head(file_head(filename)):
+    if is_safetensors_name(filename) or is_safetensors_head(file_head(filename)):
         return read_safetensors(filename)
     unreadable = f'{filename} is not a readable PyTorch checkpoint'
     problem = checkpoint_file_problem(filename)

@@ -1,18 +1,22 @@
 """Write a checkpoint as ``.pth`` or, weights only, as ``.safetensors``; its SHA-256.
 
 The converters' one way to save (through :func:`mmrmt.utils.write_checked`):
-the destination's suffix chooses the format, as with timm's files. A
+the destination's suffix (in any case: ``.safetensors``, ``.SAFETENSORS``)
+chooses the format, as with timm's files. Either is written into the file
+at ``path`` as it exists (the converters create it first), so it keeps that
+file's permissions: the umask's usual ones, as for any file. A
 safetensors file holds the tensors and, in its header, the checkpoint's
 ``meta`` as JSON text (:data:`~.reading.SAFETENSORS_META_KEY`), which
 :func:`~.reading.read_safetensors` gives back as the ``.pth`` holds it.
 """
 import hashlib
 import json
+from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import save
 
-from .reading import SAFETENSORS_META_KEY, SAFETENSORS_SUFFIX
+from .reading import SAFETENSORS_META_KEY
 
 
 def save_checkpoint(payload: dict, path: str, safetensors: bool) -> None:
@@ -32,12 +36,8 @@ def save_checkpoint(payload: dict, path: str, safetensors: bool) -> None:
     metadata = {'format': 'pt'}
     if payload.get('meta') is not None:
         metadata[SAFETENSORS_META_KEY] = json.dumps(payload['meta'])
-    save_file(tensors, path, metadata=metadata)
-
-
-def wants_safetensors(path: str) -> bool:
-    """Whether ``path`` names a safetensors file (by its suffix)."""
-    return str(path).endswith(SAFETENSORS_SUFFIX)
+    # safetensors' save_file writes a new file of mode 0600 and renames it onto ``path``: the bytes go into ``path``
+    Path(path).write_bytes(save(tensors, metadata=metadata))
 
 
 def sha256_of(path: str) -> str:

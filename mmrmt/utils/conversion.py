@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple, Type, Union
 
-from mmrmt.checkpoint import (StateDict, extract_state_dict, load_pretrained, read_checkpoint, read_saved_config,
-                              save_checkpoint, sha256_of, wants_safetensors, written_by_mmengine)
+from mmrmt.checkpoint import (StateDict, extract_state_dict, is_safetensors_name, load_pretrained, read_checkpoint,
+                              read_saved_config, save_checkpoint, sha256_of, written_by_mmengine)
 from mmrmt.checkpoint.converters import (match_arch, rest_detectron2_to_mmrmt, rest_widths_depths,
                                          rmt_upstream_to_mmrmt, rmt_widths_depths)
 from mmrmt.models.backbones import RMT, ResT
@@ -76,7 +76,7 @@ def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str
     """
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
     with replaced_atomically(dst) as temporary:
-        save_checkpoint(payload, temporary, safetensors=wants_safetensors(dst))
+        save_checkpoint(payload, temporary, safetensors=is_safetensors_name(dst))
         verify(temporary)
         digest = sha256_of(temporary)
     print(f'{dst}: sha256 {digest}')

@@ -1,7 +1,11 @@
-"""Build a config's model on the CPU: the one way every tool does it."""
+"""Build a config's model on the CPU: the one way every tool does it; with initialised weights drawn
+from a seed, the same in every tool (an export's graph and the benchmark's torch model)."""
 import copy
 import warnings
+from contextlib import contextmanager
+from typing import Iterator
 
+import torch
 from mmengine.config import Config
 from mmengine.registry import MODELS, init_default_scope
 from torch import nn
@@ -37,4 +41,36 @@ def build_cpu_model(cfg: Config, quiet: bool = False) -> nn.Module:
             model = MODELS.build(model_cfg)
     except Exception as error:  # a constructor can raise anything
         raise PreflightError(f'the model of {cfg.filename} does not build: {one_line_reason(error)}') from error
+    return model.eval()
+
+
+#: Seed of the initialised weights a tool uses without a checkpoint (pytorch2onnx.py's export, the benchmark).
+INIT_SEED = 0
+
+
+@contextmanager
+def quiet_mmengine_log() -> Iterator[None]:
+    """Within the context, mmengine logs warnings only (``init_weights`` logs every parameter)."""
+    from mmengine.logging import MMLogger
+    logger = MMLogger.get_current_instance()
+    level = logger.level
+    logger.setLevel('WARNING')
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def build_seeded_model(cfg: Config) -> nn.Module:
+    """:func:`build_cpu_model` with the initialisation a training run starts from (``init_weights``),
+    drawn from :data:`INIT_SEED` (torch's global generator is left as it was), but for the backbone's
+    pretrained checkpoint, which ``cfg`` must not name: two builds of one config hold the same weights.
+
+    Raises:
+        PreflightError: See :func:`build_cpu_model`.
+    """
+    with torch.random.fork_rng(), quiet_mmengine_log():
+        torch.manual_seed(INIT_SEED)
+        model = build_cpu_model(cfg)
+        model.init_weights()
     return model.eval()

@@ -4,9 +4,11 @@ compared before anything is built.
 tools/deployment/pytorch2onnx.py names a whole model's ports by its kind (see
 :mod:`mmrmt.deployment.export.tensor_mode`): a two-stage detector takes ``image`` and
 ``proposals`` and returns ``rpn_*`` and ``roi_*`` (``roi_2`` the masks), a
-single-stage detector returns ``head_*``, a segmentor ``seg_logits``. A graph
-of one kind evaluated with a config of another would fail only after the
-runner has built everything, with a misleading line. Likewise mmdeploy's
+single-stage detector returns ``head_*``, a segmentor ``seg_logits``, a
+backbone (``--backbone-only``) ``feature_*``. A graph of one kind evaluated
+with a config of another would fail only after the runner has built
+everything, with a misleading line; timed beside it (benchmark.py), it
+would be reported faster than the model it is not. Likewise mmdeploy's
 detection deploy configs (outputs ``dets``, ``labels``) and its
 instance-segmentation ones (also ``masks``) convert only models without, and
 with, a mask head.
@@ -16,15 +18,17 @@ from typing import Optional
 
 from mmengine.config import Config
 
+from .onnx_file import BACKBONE_OUTPUT_PREFIX
 from .preflight import PreflightError
 
 #: What each kind is called in messages.
-KIND_NAMES = dict(two_stage='two-stage detector', single_stage='single-stage detector', segmentor='segmentor')
+KIND_NAMES = dict(two_stage='two-stage detector', single_stage='single-stage detector', segmentor='segmentor',
+                  backbone='backbone')
 
 
 def graph_model_kind(path: str) -> Optional[str]:
-    """'two_stage', 'single_stage' or 'segmentor' from the graph's port names, with ``'+masks'``
-    for a two-stage graph with mask outputs; None for ports pytorch2onnx.py does not write."""
+    """'two_stage', 'single_stage', 'segmentor' or 'backbone' from the graph's port names, with
+    ``'+masks'`` for a two-stage graph with mask outputs; None for ports pytorch2onnx.py does not write."""
     import onnx
     graph = onnx.load(path, load_external_data=False).graph
     inputs = [value.name for value in graph.input]
@@ -35,6 +39,8 @@ def graph_model_kind(path: str) -> Optional[str]:
         return 'segmentor'
     if outputs and all(name.startswith('head_') for name in outputs):
         return 'single_stage'
+    if outputs and all(name.startswith(BACKBONE_OUTPUT_PREFIX) for name in outputs):
+        return 'backbone'
     return None
 
 
@@ -55,16 +61,25 @@ def describe(kind: str) -> str:
     return KIND_NAMES[base] + (' with masks' if masks else ' without masks' if base == 'two_stage' else '')
 
 
+def other_graph_kind(path: str, kind: Optional[str]) -> Optional[str]:
+    """The kind of the graph ``path``, described, when both it and ``kind`` are known and differ; else None."""
+    graph_kind = graph_model_kind(path)
+    if graph_kind is None or kind is None or graph_kind == kind:
+        return None
+    return describe(graph_kind)
+
+
 def check_graph_fits_config(path: str, cfg: Config, config: str) -> None:
     """Fail if the whole-model graph ``path`` and config ``config`` describe different kinds of model.
 
     Raises:
         PreflightError: Naming both kinds and the two ways to make them agree.
     """
-    graph_kind, config_kind = graph_model_kind(path), config_model_kind(cfg)
-    if graph_kind is None or config_kind is None or graph_kind == config_kind:
+    config_kind = config_model_kind(cfg)
+    graph = other_graph_kind(path, config_kind)
+    if graph is None:
         return
-    raise PreflightError(f'{path} is the graph of a {describe(graph_kind)}, but {config} describes a '
+    raise PreflightError(f'{path} is the graph of a {graph}, but {config} describes a '
                          f'{describe(config_kind)} ({cfg.model.get("type")}): give the config the graph was '
                          "exported from, or export this config's model with tools/deployment/pytorch2onnx.py")
 

@@ -6,20 +6,21 @@ whatever keys happen to match, logging a warning: a checkpoint of another
 model evaluates random weights and exits 0. Here the file is read first
 (empty, truncated or foreign files fail with one line), a ``--resume`` file
 must be a training checkpoint, and the model the config describes must find
-each of its weights in the file, with the same shape, and nothing more
-(``--allow-partial-load`` skips that last check for deliberate partial loads).
+each of its weights in the file, with the same shape and kind of number,
+and nothing more (``--allow-partial-load`` skips that last check for
+deliberate partial loads); weights the runner will cast to the model's dtype
+(a float16 file) are said in the log.
 """
 import logging
 import os.path as osp
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
-import torch
 from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.model import BaseTTAModel
 
-from mmrmt.checkpoint import (extract_state_dict, fit_problems, is_remote, is_url, read_checkpoint, resumed_config,
-                              shapes)
+from mmrmt.checkpoint import (TensorSpec, cast_note, extract_state_dict, fit_problems, is_remote, is_url,
+                              read_checkpoint, resumed_config, specs)
 from mmrmt.engine.own_checkpoint import ForeignCheckpointError, own_last_checkpoint
 from .model_from_config import build_cpu_model
 from .preflight import PreflightError
@@ -55,8 +56,8 @@ def lacking_resume_keys(checkpoint: dict) -> List[str]:
     return lacking + [f'meta.{key}' for key in ('epoch', 'iter') if key not in meta]
 
 
-def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[Dict[str, torch.Size]]:
-    """Read a checkpoint the run will load and return the shapes of its weights.
+def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[Dict[str, TensorSpec]]:
+    """Read a checkpoint the run will load and return the shapes and dtypes of its weights.
 
     Args:
         path (str): Local path or URL (an http(s) one is fetched now; others are
@@ -89,7 +90,7 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
             f'{role} {path} is not a training checkpoint (it has no {", ".join(lacking)}): '
             'resume from a file tools/train.py wrote, or start from these weights with '
             f'--cfg-options load_from={path}')
-    return shapes(weights)
+    return specs(weights)
 
 
 def pretrained_checkpoints(node: Any, where: str = 'model') -> Iterator[Tuple[str, str]]:
@@ -118,8 +119,8 @@ def check_pretrained_checkpoints(cfg: Config) -> None:
         read_run_checkpoint(path, f'{where} checkpoint')
 
 
-def config_model_shapes(cfg: Config) -> Dict[str, torch.Size]:
-    """The shapes of the weights of the model ``cfg`` describes (built, then dropped).
+def config_model_specs(cfg: Config) -> Dict[str, TensorSpec]:
+    """The shapes and dtypes of the weights of the model ``cfg`` describes (built, then dropped).
 
     A test-time augmentation wrapper (``--tta``) counts as the model it
     wraps, whose weights a checkpoint holds. The build is silent: the run
@@ -131,17 +132,17 @@ def config_model_shapes(cfg: Config) -> Dict[str, torch.Size]:
     model = build_cpu_model(cfg, quiet=True)
     if isinstance(model, BaseTTAModel):
         model = model.module
-    return shapes(model.state_dict())
+    return specs(model.state_dict())
 
 
-def check_run_checkpoint(cfg: Config, model_shapes: Mapping[str, torch.Size], path: str, role: str,
+def check_run_checkpoint(cfg: Config, model_specs: Mapping[str, TensorSpec], path: str, role: str,
                          resume: bool = False, allow_partial: bool = False) -> None:
     """Fail before the run unless ``path`` is readable and holds the whole model.
 
     Args:
         cfg (Config): The run's config (named in messages).
-        model_shapes (Mapping[str, torch.Size]): Its model's weights'
-            shapes (:func:`config_model_shapes`).
+        model_specs (Mapping[str, TensorSpec]): Its model's weights'
+            shapes and dtypes (:func:`config_model_specs`).
         path (str): The checkpoint.
         role (str): See :func:`read_run_checkpoint`.
         resume (bool): See :func:`read_run_checkpoint`.
@@ -149,15 +150,19 @@ def check_run_checkpoint(cfg: Config, model_shapes: Mapping[str, torch.Size], pa
 
     Raises:
         PreflightError: See :func:`read_run_checkpoint`; or the file's
-            weights miss some of the model's, have other shapes, or include
-            weights the model does not have, named in the message.
+            weights miss some of the model's, have other shapes or another
+            kind of number (integers for floats), or include weights the
+            model does not have, named in the message.
     """
-    file_shapes = read_run_checkpoint(path, role, resume)
-    if file_shapes is None or allow_partial:
+    file_specs = read_run_checkpoint(path, role, resume)
+    if file_specs is None or allow_partial:
         return
-    problems = fit_problems(model_shapes, file_shapes)
+    problems = fit_problems(model_specs, file_specs)
     if problems:
         raise PreflightError(f'{role} {path} does not fit the model of {cfg.filename}: '
                              f'{"; ".join(problems)}. Is it a checkpoint of another model? To '
                              'load only the weights that match on purpose (e.g. to fine-tune with '
                              'other classes), add --allow-partial-load')
+    note = cast_note(model_specs, file_specs)
+    if note:
+        print_log(f'{role} {path}: {note}', logger='current')

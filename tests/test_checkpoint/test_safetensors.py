@@ -2,7 +2,9 @@
 the converters (weights only, with the file's SHA-256): a round trip is bit-exact,
 a bad file is one line, and nothing is unpickled."""
 import hashlib
+import os
 import re
+import stat
 
 import pytest
 import torch
@@ -114,3 +116,25 @@ def test_the_converter_refuses_a_truncated_source_in_one_line(converted, tmp_pat
     (tmp_path / 'bad.safetensors').write_bytes(whole[:100])
     line = exit_line(rmt_to_mmrmt.main, [str(tmp_path / 'bad.safetensors'), str(tmp_path / 'out.safetensors')])
     assert 'is not a readable safetensors file' in line and not (tmp_path / 'out.safetensors').exists()
+
+
+@pytest.mark.parametrize('suffix', ['.pth', '.safetensors'])
+def test_the_converters_files_have_the_usual_permissions(tmp_path, suffix):
+    """The umask's mode, as any new file (safetensors' own writer would leave 0600)."""
+    torch.save({'model': random_upstream_state_dict('rmt-t')}, tmp_path / 'rmt_t3.pth')
+    umask = os.umask(0o022)
+    try:
+        rmt_to_mmrmt.main([str(tmp_path / 'rmt_t3.pth'), str(tmp_path / f'rmt-t{suffix}')])
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / f'rmt-t{suffix}').stat().st_mode) == 0o644
+
+
+def test_an_upper_case_suffix_gets_a_safetensors_file(tmp_path):
+    source = tmp_path / 'rmt_t3.pth'
+    torch.save({'model': random_upstream_state_dict('rmt-t')}, source)
+    dst = tmp_path / 'RMT-T.SAFETENSORS'
+    rmt_to_mmrmt.main([str(source), str(dst)])
+    assert dst.read_bytes()[8:9] == b'{'  # a safetensors header, not a torch zip ('PK')
+    RMT('t', init_cfg=pretrained(str(dst))).init_weights()  # read as safetensors by name and by header
+    assert _load_checkpoint(str(dst))['meta']['arch'] == 't'  # load_from: mmengine's loader, by its name

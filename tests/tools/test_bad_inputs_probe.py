@@ -18,10 +18,8 @@ import pickle
 import runpy
 import shutil
 import stat
-import struct
 import subprocess
 import sys
-import zlib
 from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -33,6 +31,7 @@ from PIL import Image
 
 from mmrmt.engine.work_dir_lock import LOCK_FILE, RunRecord, process_start
 from mmrmt.utils.output_claim import claim_path
+from helpers.images import blank_png
 from helpers.onnx_graphs import matmul_graph, relocated, two_stage_like_graph
 from tool_process import (DET_CONFIG, READ_BY_MMSEG_TOOLS, REPO, SEG_CONFIG, TEST_CONFIGS, det_data_options,
                           exit_message, library_train_script, run_script)
@@ -368,17 +367,6 @@ def bad(tmp_path_factory) -> Dict[str, str]:
         paths[name] = folder / name
     paths.update(guarded_inputs(folder, whole))
     return {name: str(path) for name, path in paths.items()}
-
-
-def blank_png(path: Path, width: int, height: int) -> Path:
-    """A black 1-bit PNG of any size, written row by row (a 20000x20000 one is 50 KB, never held whole)."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data))
-    compressor, row = zlib.compressobj(9), bytes(1 + -(-width // 8))  # filter byte, then the bits
-    pixels = b''.join(compressor.compress(row) for _ in range(height)) + compressor.flush()
-    header = struct.pack('>IIBBBBB', width, height, 1, 0, 0, 0, 0)
-    path.write_bytes(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', header) + chunk(b'IDAT', pixels) + chunk(b'IEND', b''))
-    return path
 
 
 def guarded_inputs(folder: Path, whole: Path) -> Dict[str, Path]:

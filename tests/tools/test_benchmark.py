@@ -1,13 +1,17 @@
 """tools/analysis_tools/benchmark.py compares attention implementations in one run, and exported files in
 onnxruntime and OpenVINO beside torch, with their outputs' difference from torch's."""
+import argparse
 import os
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
+from mmrmt.benchmark import format_table
 from mmrmt.deployment.runtime import cpu_features
+from helpers.onnx_graphs import matmul_graph
 from helpers.openvino_refusal import refused_by_the_tool
 from helpers.tool_modules import exit_line, import_tool
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, check_ok, run_tool, tool_env
@@ -189,7 +193,44 @@ def test_exported_model_in_both_runtimes_beside_torch_with_output_errors(tmp_pat
                       result.stdout, re.M)
     assert [label for label, _, _ in rows] == ['fast', f'onnxruntime {out}', f'openvino f32 {out}']
     errors = {label: float(error) for label, _, error in rows}
-    # torch's row against itself; the file in OpenVINO against the same file in onnxruntime, which matches torch
-    # (the export's --verify): float32 in another order, within --verify's own threshold (pytorch2onnx.py)
-    assert errors['fast'] == 0 and errors[f'onnxruntime {out}'] == 0, errors
+    # every row against torch's model of the config, which holds the weights the export holds (both drawn from
+    # the same seed): the file in either runtime is float32 in another order, within --verify's own threshold
+    # (pytorch2onnx.py); a graph compared with itself would show 0
+    assert errors['fast'] == 0, errors
+    assert 0 < errors[f'onnxruntime {out}'] <= pytorch2onnx.DEFAULT_TOLERANCE['f32'], errors
     assert 0 < errors[f'openvino f32 {out}'] <= pytorch2onnx.DEFAULT_TOLERANCE['f32'], errors
+
+
+@pytest.mark.parametrize('model, output, message', [
+    ([str(SEG_CONFIG)], 'head_0', 'is the graph of a single-stage detector, but {config} describes a segmentor '
+                                  '(EncoderDecoder): give the config the graph was exported from, or export this '
+                                  "config's model with tools/deployment/pytorch2onnx.py"),
+    ([str(DET_CONFIG)], 'seg_logits', 'is the graph of a segmentor, but {config} describes a two-stage detector '
+                                      'with masks (MaskRCNN)'),
+    ([str(DET_CONFIG)], 'feature_0', 'is the graph of a backbone, but {config} describes a two-stage detector'),
+    (['--backbone', 'rmt-t'], 'seg_logits', 'is the graph of a segmentor, but --backbone rmt-t times a backbone: '
+                                            'give the config the graph was exported from, or export the backbone '
+                                            'with tools/deployment/pytorch2onnx.py --backbone-only'),
+])
+def test_a_graph_of_another_model_is_refused_as_test_onnx_refuses_it(model, output, message, tmp_path, capsys):
+    """The check of tools/deployment/test_onnx.py, before any worker: a graph of another model is not timed
+    (nor its outputs compared) as the config's."""
+    graph = matmul_graph(tmp_path / 'other.onnx', output)
+    line = exit_line(benchmark.main, [*model, '--mode', 'infer', '--onnx', graph])
+    assert line.startswith(f'error: {graph} ') and message.format(config=model[0]) in line, line
+    assert capsys.readouterr().out == ''
+
+
+def test_every_rows_error_is_against_the_torch_model():
+    """A graph whose runs agree with each other but not with torch shows its difference from torch."""
+    args = argparse.Namespace(
+        config=None, backbone='rmt-t', impl=['fast'], batch=1, onnx=['g.onnx'], runtime=['onnxruntime', 'openvino'],
+        precision=['f32'], upstream_repo=None, amp=['none'])
+    torch_out, graph_out = [np.ones((1, 4), np.float32)], [np.full((1, 4), 1.5, np.float32)]
+    results = {'infer': {'fast': (1., 1, 1, torch_out), 'onnxruntime g.onnx': (0.5, 1, 1, graph_out),
+                         'openvino f32 g.onnx': (0.5, 1, 1, graph_out)}}
+    lines = format_table(args, results).splitlines()
+    assert lines[0].endswith('| error vs fast |')
+    assert [line.rsplit('|', 2)[1].strip() for line in lines[2:]] == ['0.0e+00', '5.0e-01', '5.0e-01']
+    results['infer']['onnxruntime g.onnx'] = (0.5, 1, 1, [np.ones((1, 8), np.float32)])
+    assert format_table(args, results).splitlines()[3].endswith('| other shapes |')

@@ -5,9 +5,12 @@ import re
 import pytest
 import torch
 from PIL import Image
+from safetensors.torch import save_file
 
 from helpers.classifier_goldens import seeded_state_dict
+from helpers.images import blank_png, grey16_png
 from helpers.tool_modules import exit_line, import_tool
+from tool_process import REPO, run_script
 
 classify_demo = import_tool('demo/classify_demo.py')
 
@@ -84,3 +87,64 @@ def test_a_missing_weights_file_and_a_broken_image_end_in_one_line(images, tmp_p
     broken.write_bytes((images / 'orange.jpg').read_bytes()[:200])
     line = exit_line(classify_demo.main, [broken, '--model', 'rmt_t', '--weights', tmp_path / 'no.pth'])
     assert line.startswith(f'error: {broken} is not a decodable image (')
+
+
+@pytest.mark.parametrize('dtype', [torch.int8, torch.bool])
+def test_weights_of_integers_are_one_line(images, tmp_path, dtype):
+    """A quantised-looking file is refused, not cast into a model whose every answer is the same."""
+    state = {key: value.to(dtype) if value.is_floating_point() else value
+             for key, value in seeded_state_dict('rest_lite', 0).items()}
+    save_file(state, str(tmp_path / 'quantised.safetensors'))
+    line = exit_line(classify_demo.main, [images / 'orange.jpg', '--model', 'rest_lite',
+                                          '--weights', tmp_path / 'quantised.safetensors'])
+    assert re.match(rf'error: \S+quantised.safetensors does not fit ResTClassifier: \d+ tensors hold another kind of '
+                    rf'number than the model\'s \(\S+: file {str(dtype)[6:]} vs model float32', line), line
+
+
+def test_a_16_bit_greyscale_png_is_read_as_the_image_demo_reads_it(known_weights, tmp_path, monkeypatch):
+    """Scaled to 8 bits (32768 -> 128), not clipped by PIL's convert('RGB') into an almost white image."""
+    seen = []
+    model_forward = torch.nn.Module.__call__
+
+    def record(module, *args, **kwargs):
+        if type(module).__name__ == 'ResTClassifier':
+            seen.append(args[0])
+        return model_forward(module, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.Module, '__call__', record)
+    classify_demo.main([str(grey16_png(tmp_path / 'grey16.png')), '--model', 'rest_lite', '--weights', known_weights])
+    image, = seen
+    mean, std = torch.tensor([0.485, 0.456, 0.406]), torch.tensor([0.229, 0.224, 0.225])
+    pixels = image[0] * std[:, None, None] + mean[:, None, None]  # back to 0-1
+    left = pixels[:, :, :100]  # mid-grey half, away from the resized border
+    assert torch.allclose(left, torch.full_like(left, 128 / 255), atol=1e-5)
+    assert abs(pixels.mean().item() * 255 - 191.5) < 1.5
+
+
+@pytest.fixture
+def no_model_built(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError('a model was built')
+
+    monkeypatch.setattr(classify_demo.timm, 'create_model', refuse)
+
+
+def test_a_missing_gpu_is_one_line_before_any_model(images, no_model_built, monkeypatch):
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    line = exit_line(classify_demo.main, [images / 'orange.jpg', '--model', 'rest_lite', '--weights', 'w.pth',
+                                          '--device', 'cuda'])
+    assert line == 'error: --device cuda: torch sees no CUDA device here; use --device cpu'
+
+
+def test_a_decompression_bomb_is_one_line_before_any_model(images, tmp_path, no_model_built):
+    bomb = blank_png(tmp_path / 'bomb.png', 20000, 20000)
+    line = exit_line(classify_demo.main, [images / 'orange.jpg', bomb, '--model', 'rest_lite', '--weights', 'w.pth'])
+    assert line.startswith(f'error: {bomb} is 20000x20000 pixels, more than the demo takes (67,108,864 pixels')
+
+
+def test_the_script_ends_a_bomb_in_one_line(tmp_path):
+    bomb = blank_png(tmp_path / 'bomb.png', 20000, 20000)
+    result = run_script(REPO / 'demo' / 'classify_demo.py', [bomb, '--model', 'rest_lite', '--weights', 'w.pth'])
+    assert result.returncode == 1 and result.stdout == ''
+    assert result.stderr.splitlines() == [f'error: {bomb} is 20000x20000 pixels, more than the demo takes '
+                                          '(67,108,864 pixels, e.g. 8192x8192); shrink it first']

@@ -1,9 +1,11 @@
 """tools/model_converters on synthetic checkpoints in the upstream layouts and
 on checkpoints our tools/train.py wrote; they never destroy a file."""
+import re
 from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import save_file
 
 from mmrmt.checkpoint import read_saved_config
 from mmrmt.models.backbones import RMT, ResT
@@ -192,3 +194,20 @@ def test_the_saved_config_of_a_training_checkpoint_is_never_run(converter, det_w
                        "(nor run): line 1: the operator '.' is not part of a literal; mmengine writes only literals "
                        'there: use a checkpoint from a source you trust')
     assert not marker.exists() and not (tmp_path / 'out.pth').exists()
+
+
+@pytest.mark.parametrize('dtype', [torch.int8, torch.bool])
+@pytest.mark.parametrize('suffix', ['.pth', '.safetensors'])
+def test_a_source_of_integers_is_one_line(tmp_path, dtype, suffix):
+    classifier = {key: value.to(dtype) if value.is_floating_point() else value
+                  for key, value in random_upstream_state_dict('rmt-t').items()}
+    source = tmp_path / f'rmt_t_quantised{suffix}'
+    if suffix == '.safetensors':
+        save_file(classifier, str(source))
+    else:
+        torch.save({'model': classifier}, source)
+    message = converter_error(rmt_to_mmrmt, [source, tmp_path / 'out.pth'])
+    assert re.match(rf'error: the conversion of {re.escape(str(source))} does not load into RMT, so \S+out.pth was '
+                    r'not written: \S+ does not fit RMT: \d+ tensors hold another kind of number than the model\'s '
+                    rf'\(\S+: file {str(dtype)[6:]} vs model float32', message), message
+    assert sorted(path.name for path in tmp_path.iterdir()) == [source.name]

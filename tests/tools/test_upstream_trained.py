@@ -13,7 +13,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from mmrmt.checkpoint import load_with_checkpoint_types
+from mmrmt.checkpoint import TensorSpec, load_with_checkpoint_types
 from mmrmt.checkpoint.converters import check_class_names, convert_upstream_trained
 from mmrmt.models.backbones import RMT
 from mmrmt.utils import PreflightError, build_cpu_model
@@ -140,23 +140,31 @@ def test_upstream_file_gives_the_outputs_of_its_weights(config_name, version, dr
         assert torch.equal(want, got)
 
 
-def head_shapes(num_classes: int) -> dict:
+def head_specs(num_classes: int) -> dict:
     shapes = under('roi_head.bbox_head', convfc_bbox_head(8, num_classes, 16, num_shared_fcs=2))
-    return {key: torch.Size(shape) for key, shape in shapes.items()}
+    return {key: TensorSpec(torch.Size(shape), torch.float32) for key, shape in shapes.items()}
 
 
 def test_another_class_count_names_num_classes():
-    weights = {key: torch.zeros(shape) for key, shape in head_shapes(80).items()}
+    weights = {key: torch.zeros(spec.shape) for key, spec in head_specs(80).items()}
     with pytest.raises(ValueError, match=r'fc_cls.weight: file \(81, 16\) vs model \(4, 16\) '
                                          r'\(another class count: set num_classes'):
-        convert_upstream_trained(weights, head_shapes(3), emitted_stages=(0, 1, 2, 3))
+        convert_upstream_trained(weights, head_specs(3), emitted_stages=(0, 1, 2, 3))
+
+
+@pytest.mark.parametrize('dtype', [torch.int8, torch.bool])
+def test_a_file_of_integers_is_refused(dtype):
+    weights = {key: torch.zeros(spec.shape, dtype=dtype) for key, spec in head_specs(3).items()}
+    with pytest.raises(ValueError, match=rf"does not fit the config's model: \d+ tensors hold another kind of number "
+                                         rf"than the model's \(\S+: file {str(dtype)[6:]} vs model float32"):
+        convert_upstream_trained(weights, head_specs(3), emitted_stages=(0, 1, 2, 3))
 
 
 def test_keys_of_no_upstream_module_are_errors():
-    weights = {key: torch.zeros(shape) for key, shape in head_shapes(3).items()}
+    weights = {key: torch.zeros(spec.shape) for key, spec in head_specs(3).items()}
     weights['roi_head.bbox_head.fc_extra.weight'] = torch.zeros(2, 2)
     with pytest.raises(ValueError, match=r'1 keys belong to no module .*fc_extra'):
-        convert_upstream_trained(weights, head_shapes(3), emitted_stages=(0, 1, 2, 3))
+        convert_upstream_trained(weights, head_specs(3), emitted_stages=(0, 1, 2, 3))
 
 
 def test_class_names_in_another_order_are_refused():

@@ -18,8 +18,7 @@ Examples::
 import argparse
 import importlib.util
 import os.path as osp
-from contextlib import contextmanager
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from mmengine.config import Config
@@ -29,8 +28,8 @@ from mmrmt.deployment.export import (EXPORTERS, MIN_DYNAMIC_SIZE, DynamicExportE
                                      exact_roi_min_side, export_onnx)
 from mmrmt.deployment.runtime import (add_runtime_arguments, check_runtime, compare_with_runtime, runtime_label,
                                       verification_inputs)
-from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
-                         read_config, read_run_checkpoint, run_main)
+from mmrmt.utils import (INIT_SEED, PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model,
+                         build_seeded_model, check_new_file, read_config, read_run_checkpoint, run_main)
 
 DEPLOY_HINT = 'install the deploy extra: pip install -e ".[deploy]"'
 #: --verify's default bound on |difference| / max|value| per --precision: one threshold for every
@@ -41,8 +40,6 @@ DEPLOY_HINT = 'install the deploy extra: pip install -e ".[deploy]"'
 #: bits: 2^-8 per rounded GEMM / conv input, adding up like a random walk over ~100 such layers,
 #: 2^-8 * sqrt(100) = 4e-2.
 DEFAULT_TOLERANCE = {'f32': 1e-4, 'bf16': 5e-2}
-#: Seed of the initialised weights exported without --weights.
-INIT_SEED = 0
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -130,19 +127,6 @@ def preflight(args: argparse.Namespace) -> Config:
     return cfg
 
 
-@contextmanager
-def quiet_mmengine_log() -> Iterator[None]:
-    """Within the context, mmengine logs warnings only (``init_weights`` logs every parameter)."""
-    from mmengine.logging import MMLogger
-    logger = MMLogger.get_current_instance()
-    level = logger.level
-    logger.setLevel('WARNING')
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
 def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
     """The config's model on the CPU in eval mode, BN for SyncBN, with ``weights`` loaded strictly.
 
@@ -153,11 +137,7 @@ def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
     """
     cfg.model.backbone.pop('init_cfg', None)
     if weights is None:
-        with torch.random.fork_rng(), quiet_mmengine_log():
-            torch.manual_seed(INIT_SEED)
-            model = build_cpu_model(cfg)
-            model.init_weights()
-        return model.eval()
+        return build_seeded_model(cfg)
     model = build_cpu_model(cfg)
     try:
         load_model_weights(model, weights)

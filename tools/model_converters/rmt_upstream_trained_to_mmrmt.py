@@ -17,7 +17,7 @@ Example::
 from pathlib import Path
 from typing import List, Optional
 
-from mmrmt.checkpoint import extract_state_dict, load_model_weights, read_checkpoint, shapes
+from mmrmt.checkpoint import extract_state_dict, load_model_weights, read_checkpoint, specs
 from mmrmt.checkpoint.converters import check_class_names, convert_upstream_trained
 from mmrmt.utils import (build_cpu_model, check_new_file, config_dataset_meta, converter_arguments,
                          file_errors_as_tool_errors, read_config, run_main, write_checked)
@@ -43,7 +43,7 @@ def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
     with file_errors_as_tool_errors():
         checkpoint = read_checkpoint(src)
         file_meta = checkpoint.get('meta') or {}
-        conversion = convert_upstream_trained(extract_state_dict(checkpoint, src), shapes(model.state_dict()),
+        conversion = convert_upstream_trained(extract_state_dict(checkpoint, src), specs(model.state_dict()),
                                               model.backbone.out_indices)
         check_class_names(file_meta.get('CLASSES'), classes)
 

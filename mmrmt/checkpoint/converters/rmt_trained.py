@@ -39,9 +39,7 @@ as is a key or shape the target model does not have, or a key it lacks.
 import re
 from typing import Dict, Mapping, NamedTuple, Optional, Sequence
 
-import torch
-
-from ..fit import first_few, fit_problems, shapes
+from ..fit import TensorSpec, first_few, fit_problems, specs
 from ..reading import StateDict
 
 _PARAM = r'(weight|bias)'
@@ -109,14 +107,14 @@ def class_count_hint(key: str) -> str:
     return ''
 
 
-def convert_upstream_trained(state_dict: StateDict, model_shapes: Mapping[str, torch.Size],
+def convert_upstream_trained(state_dict: StateDict, model_specs: Mapping[str, TensorSpec],
                              emitted_stages: Sequence[int]) -> Conversion:
     """Bring an upstream mmdet 2.x / mmseg 0.x RMT model to the target's keys.
 
     Args:
         state_dict (dict): The file's weights (unwrapped from ``state_dict``).
-        model_shapes (Mapping[str, torch.Size]): Key -> shape of the target
-            model's state dict (mmdet 3.x detector or mmseg 1.x segmentor).
+        model_specs (Mapping[str, TensorSpec]): Key -> shape and dtype of
+            the target model's state dict (mmdet 3.x detector or mmseg 1.x segmentor).
         emitted_stages (Sequence[int]): The target backbone's ``out_indices``.
 
     Returns:
@@ -134,7 +132,7 @@ def convert_upstream_trained(state_dict: StateDict, model_shapes: Mapping[str, t
                          f'segmentors ({first_few(unknown)}); is this a file of another model?')
     dropped = unused_output_norms(state_dict, emitted_stages)
     kept = {key: value for key, value in state_dict.items() if key not in dropped}
-    problems = fit_problems(model_shapes, shapes(kept), owner_of=upstream_module, shape_hint=class_count_hint)
+    problems = fit_problems(model_specs, specs(kept), owner_of=upstream_module, shape_hint=class_count_hint)
     if problems:
         raise ValueError(f'the file does not fit the config\'s model: {"; ".join(problems)}. '
                          'Choose the config of the same model, variant and dataset.')

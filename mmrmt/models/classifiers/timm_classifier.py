@@ -9,12 +9,14 @@ functions call: timm's ``build_model_with_cfg`` with its ``features_only``
 wrapper over ``forward_intermediates``, and the weights of
 ``pretrained_cfg_overlay=dict(file=...)`` read by
 :meth:`TimmClassifierMixin.load_pretrained` (weights only, ``.pth`` or
-``.safetensors``, every key checked).
+``.safetensors``, every key checked). timm's ``checkpoint_path=`` (which
+timm reads itself, weights only) loads through :meth:`load_state_dict`, the
+same fit check first.
 """
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 import torch
-from timm.models import build_model_with_cfg
+from timm.models import adapt_input_conv, build_model_with_cfg, resolve_pretrained_cfg
 from torch import nn
 
 from mmrmt.checkpoint import check_fit, extract_state_dict, read_checkpoint, starts_with_any
@@ -146,13 +148,15 @@ class TimmClassifierMixin:
         What timm calls for ``pretrained=True`` with a ``file`` (or ``url``)
         in the pretrained cfg. With ``num_classes`` other than the file's, the
         head is left at its initialisation (timm's rule); every other key
-        must fit.
+        must fit. With ``in_chans`` other than 3 the file's first conv is
+        adapted as timm adapts its own models' (``adapt_input_conv``: summed
+        for one channel, repeated and rescaled for more).
 
         Raises:
             FileNotFoundError, ValueError: One line: the file is missing or
                 unreadable, or its weights are of another variant or model.
         """
-        state_dict = extract_state_dict(read_checkpoint(filename), filename)
+        state_dict = self._with_input_channels(extract_state_dict(read_checkpoint(filename), filename))
         model_state = self.state_dict()
         heads_differ = any(key in state_dict and state_dict[key].shape != value.shape
                            for key, value in model_state.items() if starts_with_any(key, self.classifier_prefixes))
@@ -164,6 +168,30 @@ class TimmClassifierMixin:
                   'Is it a checkpoint of another variant (check the model name) or of another model?')
         self.load_state_dict(state_dict, strict=False)
 
+    def _with_input_channels(self, state_dict: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        """``state_dict`` with its RGB first conv adapted to this model's input channels (unchanged for 3)."""
+        key = f'{(getattr(self, "pretrained_cfg", None) or {}).get("first_conv")}.weight'  # timm sets the cfg
+        own, theirs = self.state_dict().get(key), state_dict.get(key)
+        if own is None or theirs is None or theirs.dim() != 4 or theirs.shape[1] != 3 or own.shape[1] == 3:
+            return state_dict
+        return {**state_dict, key: adapt_input_conv(own.shape[1], theirs)}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
+        """torch's ``load_state_dict``; a strict load is first checked as a file is (keys, shapes, kinds of number).
+
+        timm's ``create_model(..., checkpoint_path=...)`` loads its file
+        through here: an integer file for this float model, say, is one line
+        instead of weights cast into meaningless numbers.
+
+        Raises:
+            ValueError: ``strict`` and ``state_dict`` does not fit (see
+                :func:`~mmrmt.checkpoint.check_fit`); the model is left untouched.
+        """
+        if strict:
+            check_fit(self, state_dict, 'the weights loaded (by timm\'s checkpoint_path=, or load_state_dict)',
+                      advice='Is it a checkpoint of another variant (check the model name) or of another model?')
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
 
 def build_classifier(model_cls: Type[nn.Module], variant: str, pretrained: bool = False,
                      **kwargs) -> nn.Module:
@@ -172,12 +200,33 @@ def build_classifier(model_cls: Type[nn.Module], variant: str, pretrained: bool 
     A ``file`` or ``url`` of ``pretrained_cfg_overlay`` is loaded by
     :meth:`TimmClassifierMixin.load_pretrained` (``custom_load``), never by
     timm's unpickling loader.
+
+    Raises:
+        ValueError: ``pretrained`` without a file, url or hub id: timm has
+            nothing to download (one line saying where the authors' files
+            are and how to pass one).
     """
     overlay = dict(kwargs.pop('pretrained_cfg_overlay', None) or {})
     if overlay.get('file') or overlay.get('url'):
         overlay.setdefault('custom_load', True)
+    if pretrained:
+        check_weights_source(variant, kwargs.get('pretrained_cfg'), overlay)
     return build_model_with_cfg(model_cls, variant, pretrained, pretrained_cfg_overlay=overlay,
                                 feature_cfg=dict(feature_cls='getter', out_indices=(0, 1, 2, 3)), **kwargs)
+
+
+def check_weights_source(variant: str, cfg: Optional[Union[str, dict]], overlay: dict) -> None:
+    """Fail unless timm's resolved pretrained cfg of ``variant`` names weights to load.
+
+    Raises:
+        ValueError: One line: where the authors publish their files and how to give one to timm.
+    """
+    resolved = resolve_pretrained_cfg(variant, pretrained_cfg=cfg, pretrained_cfg_overlay=overlay)
+    if resolved.file or resolved.url or resolved.hf_hub_id or resolved.state_dict:
+        return
+    raise ValueError(f"{variant}: timm has no download of the authors' ImageNet weights; take their file from "
+                     f'{resolved.origin_url} (see docs/timm.md) and pass it: timm.create_model({variant!r}, '
+                     "pretrained=True, pretrained_cfg_overlay=dict(file='PATH.pth'))")
 
 
 def model_entry(model_cls: Type[nn.Module], variant: str, **arguments) -> Callable[..., nn.Module]:

@@ -3,6 +3,7 @@
 save it) or a ``.safetensors`` whole and strictly, weights only; a file that
 does not fit is one line naming it; ``features_only`` gives our pyramid."""
 import argparse
+import logging
 import re
 
 import pytest
@@ -98,3 +99,67 @@ def test_features_only_is_our_pyramid_before_its_output_norms(tmp_path, variant,
         assert len(ours) == len(pyramid) == 4
         for stage, (feature, level) in enumerate(zip(ours, pyramid)):
             assert torch.equal(backbone.output_norm(stage)(feature.permute(0, 2, 3, 1)).permute(0, 3, 1, 2), level)
+
+
+def file_of_dtype(tmp_path, variant: str, suffix: str, dtype: torch.dtype) -> str:
+    """The authors' file of ``variant`` with its floating-point tensors in ``dtype`` (a quantised file's int8)."""
+    state = {key: value.to(dtype) if value.is_floating_point() else value
+             for key, value in seeded_state_dict(variant, 0).items()}
+    path = str(tmp_path / f'{variant}_{str(dtype)[6:]}{suffix}')
+    if suffix == '.safetensors':
+        save_file(state, path)
+    else:
+        torch.save(dict(model=state), path)
+    return path
+
+
+@pytest.mark.parametrize('dtype', [torch.int8, torch.bool])
+@pytest.mark.parametrize('suffix', ['.pth', '.safetensors'])
+@pytest.mark.parametrize('way', ['file', 'checkpoint_path'])
+def test_an_integer_or_boolean_file_is_one_line(tmp_path, dtype, suffix, way):
+    """timm's pretrained_cfg_overlay=dict(file=...) and checkpoint_path= (which timm reads itself)."""
+    path = file_of_dtype(tmp_path, 'rmt_t', suffix, dtype)
+    source = re.escape(path) if way == 'file' else r'the weights loaded \(by timm\'s checkpoint_path='
+    kwargs = with_file(path) if way == 'file' else dict(checkpoint_path=path)
+    with pytest.raises(ValueError, match=rf'^{source}.* does not fit RMTClassifier: \d+ tensors hold another kind '
+                                         rf'of number than the model\'s \(\S+: file {str(dtype)[6:]} vs model '
+                                         r'float32') as error:
+        timm.create_model('rmt_t', **kwargs)
+    assert '\n' not in str(error.value)
+
+
+@pytest.mark.parametrize('way', ['file', 'checkpoint_path'])
+def test_a_half_precision_file_loads_and_is_said_once(tmp_path, way, caplog):
+    path = file_of_dtype(tmp_path, 'rest_lite', '.safetensors', torch.float16)
+    kwargs = with_file(path) if way == 'file' else dict(checkpoint_path=path)
+    with caplog.at_level(logging.INFO, logger='mmrmt.checkpoint.fit'):
+        model = timm.create_model('rest_lite', **kwargs)
+    notes = [record.getMessage() for record in caplog.records if record.name == 'mmrmt.checkpoint.fit']
+    assert len(notes) == 1 and re.search(r'into ResTClassifier: \d+ float16 tensors load as float32', notes[0])
+    expected = seeded_state_dict('rest_lite', 0)['head.weight'].half().float()
+    assert torch.equal(model.head.weight, expected)
+
+
+@pytest.mark.parametrize('variant, origin', [('rmt_s', 'https://github.com/qhfan/RMT'),
+                                             ('rest_lite', 'https://github.com/wofmanaf/ResT')])
+def test_pretrained_without_a_file_says_where_the_files_are(variant, origin):
+    with pytest.raises(ValueError) as error:
+        timm.create_model(variant, pretrained=True)
+    assert str(error.value) == (f"{variant}: timm has no download of the authors' ImageNet weights; take their file "
+                                f'from {origin} (see docs/timm.md) and pass it: timm.create_model({variant!r}, '
+                                "pretrained=True, pretrained_cfg_overlay=dict(file='PATH.pth'))")
+
+
+@pytest.mark.parametrize('variant, first_conv', [('rmt_t', 'patch_embed.proj.0.weight'),
+                                                 ('rest_lite', 'stem.conv1.weight')])
+@pytest.mark.parametrize('in_chans', [1, 4])
+def test_other_input_channels_adapt_the_first_conv_as_timm_does(tmp_path, variant, first_conv, in_chans):
+    """timm's adapt_input_conv: one channel sums the RGB filters; more repeat them, scaled by 3 / in_chans."""
+    path = authors_file(tmp_path, variant)
+    model = timm.create_model(variant, in_chans=in_chans, **with_file(path))
+    rgb = seeded_state_dict(variant, 0)[first_conv].float()
+    expected = rgb.sum(1, keepdim=True) if in_chans == 1 else rgb[:, [0, 1, 2, 0]] * 3 / 4
+    assert torch.allclose(model.state_dict()[first_conv], expected, rtol=1e-6, atol=1e-7)
+    assert model(torch.randn(1, in_chans, 64, 64)).shape == (1, 1000)
+    head = seeded_state_dict(variant, 0)['head.weight'].float()
+    assert torch.equal(model.head.weight, head)
