@@ -1,7 +1,9 @@
-"""mmrmt.models knows no runtime, no export form and no graph recording: those live in
-mmrmt.deployment.export, which swaps the backbones' layers for their export or traced forms
-(export_implementation, traced_implementation), and the eager classes ask run_mode only what eager code
-needs: autograd kept? CPU image chunks? autocast dtype?"""
+"""mmrmt.models knows no runtime and no exporter's state: it is right by itself whoever records it. The
+layers ask run_mode four questions, one of them whether a graph is recorded (``records_graph``: then the
+fast classes compute in their graph forms, so any exporter or tracer gets a graph of what eager computes);
+whether the graph is of fixed shapes, which runtime runs it, and every exporter's own state stay with the
+deployment side (mmrmt.deployment.export), which only ever swaps in subclasses that split attention into
+runs."""
 import inspect
 import re
 from pathlib import Path
@@ -13,9 +15,9 @@ MODELS = Path(mmrmt.models.__file__).parent
 #: Names of runtimes, and of the state of an export, a trace or a compile (which only run_mode reads).
 FORBIDDEN = re.compile(r'onnxruntime|openvino|\bis_exporting\b|\bexports_fixed_shapes\b|\bfixed_shape_export\b'
                        r'|is_in_onnx_export|\bis_tracing\b|\bis_scripting\b|\bis_compiling\b|\btraces_plain_ops\b'
-                       r'|records_graph', re.IGNORECASE)
-#: What the eager classes ask run_mode (besides its chunk size, inference_chunk_images).
-EAGER_QUESTIONS = {'keeps_autograd', 'chunks_cpu_inference', 'autocast_dtype'}
+                       r'|\btorch_exports\b', re.IGNORECASE)
+#: What the layers ask run_mode (besides its chunk size, inference_chunk_images).
+QUESTIONS = {'records_graph', 'keeps_autograd', 'chunks_cpu_inference', 'autocast_dtype'}
 
 
 def model_files():
@@ -36,13 +38,20 @@ def asked_questions(text: str) -> set:
     return names
 
 
-def test_the_eager_classes_ask_run_mode_only_the_three_eager_questions():
+def test_the_layers_ask_run_mode_only_its_four_questions():
     asked = set().union(*(asked_questions(path.read_text()) for path in model_files()))
-    assert asked - {'inference_chunk_images'} == EAGER_QUESTIONS
+    assert asked - {'inference_chunk_images'} == QUESTIONS
 
 
-def test_run_mode_offers_only_the_three_eager_questions():
+def test_run_mode_offers_only_its_four_questions():
     offered = {name for name, value in vars(run_mode).items()
                if inspect.isfunction(value) and value.__module__ == run_mode.__name__ and not name.startswith('_')}
     # torch_exports: torch.export's state read the same on every torch, for the deployment side's is_exporting
-    assert offered - {'inference_chunk_images', 'torch_exports'} == EAGER_QUESTIONS
+    assert offered - {'inference_chunk_images', 'torch_exports'} == QUESTIONS
+
+
+def test_only_the_fast_classes_graph_forms_ask_whether_a_graph_is_recorded():
+    """The question is asked where a fast class turns to its graph form, and nowhere else."""
+    asking = sorted(str(path.relative_to(MODELS)) for path in model_files()
+                    if 'records_graph' in asked_questions(path.read_text()))
+    assert asking == ['backbones/rest.py', 'backbones/rmt/fast_attention.py']

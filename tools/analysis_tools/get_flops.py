@@ -10,8 +10,8 @@ forward on one image of the given size, through the RPN's test-time
 proposals for two-stage models (mask heads on the first 100), as mmdet's
 own tool does; segmentors run their decode head. The model is built on the
 CPU with plain BN in place of SyncBN, and without loading checkpoints; our
-backbones' fast classes are traced in their traced forms
-(``mmrmt.deployment.export.traced_implementation``: plain ops only).
+backbones' fast classes record their graph forms while traced (plain ops
+only, see ``mmrmt.models.layers.run_mode.records_graph``).
 
 Examples::
 
@@ -33,7 +33,6 @@ from mmengine.analysis.print_helper import complexity_stats_table
 from mmengine.config import Config
 from torch import nn
 
-from mmrmt.deployment.export import traced_implementation
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_input_size,
                          read_config, run_main)
 
@@ -121,7 +120,7 @@ def complexity(cfg: Config, shape: Sequence[int], backbone_only: bool = False,
     height, width = (shape[0], shape[0]) if len(shape) == 1 else shape
     model = build_cpu_model(cfg)
     target = model.backbone if backbone_only else tensor_forward(model, height, width)
-    with torch.no_grad(), traced_implementation(target):
+    with torch.no_grad():
         analyzer = FlopAnalyzer(target, (torch.zeros(1, 3, height, width), ))
         analyzer.set_op_handle('aten::scaled_dot_product_attention', attention_flops)
         analyzer.unsupported_ops_warnings(False).uncalled_modules_warnings(False)

@@ -1,20 +1,19 @@
-"""Attention as MatMul, Mul, Add and Softmax: the ONNX ops of every opset a toolchain exports at.
+"""The runs a graph of fixed shapes attends in, so that no more than :data:`EXPORT_LOGITS_BYTES` of logits
+exist at once.
 
-``scaled_dot_product_attention`` has an ONNX form from opset 14 on only, and
-even there the exporters write it as these same nodes (ONNX has no fused
-attention op before opset 23): exported graphs get them written out, at any opset.
-
-A runtime holds each tensor of a graph whole, where eager's fused attention
-never materialises the logits: in a graph of fixed shapes
-(:func:`.fixed_shapes.exports_fixed_shapes`) the attention is computed in runs
-(:func:`attention_runs`), so that no more than :data:`EXPORT_LOGITS_BYTES` of
-logits exist at once.
+A recorded graph of the backbones attends in plain ops
+(:func:`mmrmt.models.layers.plain_attention.plain_attention`). A runtime
+holds each tensor of a graph whole, where eager's fused attention never
+materialises the logits: in a graph of fixed shapes
+(:func:`.fixed_shapes.exports_fixed_shapes`) the export forms compute the
+attention in the runs of :func:`fixed_shape_runs`.
 """
 import math
 from typing import Optional, Tuple
 
 import torch
 
+from mmrmt.models.layers.plain_attention import QUERIES, logits_shape
 from .fixed_shapes import exports_fixed_shapes
 
 #: Most bytes of attention logits a graph of fixed shapes computes at once: as many as RMT's eager
@@ -26,19 +25,12 @@ EXPORT_LOGITS_BYTES = 16 * 2**20
 #: logits save little of the peak and cost a copy of each operand and of the output (measured in
 #: docs/deployment.md, "Peak memory of one large image").
 LOGITS_OVER_QUERIES = 4
-#: The dim of the logits (..., queries, keys) that holds the queries.
-QUERIES = -2
 
 
 def within_export_budget(num_bytes: int) -> bool:
     """Whether a tensor of ``num_bytes`` is no larger than the logits a fixed-shape graph's attention
     computes at once (:data:`EXPORT_LOGITS_BYTES`)."""
     return num_bytes <= EXPORT_LOGITS_BYTES
-
-
-def logits_shape(q: torch.Tensor, k: torch.Tensor) -> Tuple[int, ...]:
-    """The shape of ``q k^T`` for ``q`` (..., Lq, d) and ``k`` (..., Lk, d): (..., Lq, Lk)."""
-    return (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
 
 
 def attention_runs(q: torch.Tensor, k: torch.Tensor, leading: Optional[int] = None,
@@ -73,42 +65,7 @@ def attention_runs(q: torch.Tensor, k: torch.Tensor, leading: Optional[int] = No
             return dim, math.ceil(units / runs) * unit
 
 
-def run_of(t: Optional[torch.Tensor], dim: int, start: int, length: int) -> Optional[torch.Tensor]:
-    """The run ``start:start + length`` along (negative) ``dim`` of an operand, itself where it
-    broadcasts there (size one or fewer dims)."""
-    if t is None or t.dim() < -dim or t.shape[dim] == 1:
-        return t
-    return t.narrow(dim, start, min(length, t.shape[dim] - start))
-
-
-def plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor] = None,
-                    scale: Optional[float] = None) -> torch.Tensor:
-    """``softmax(scale q k^T + mask) v`` over the last two dims, any leading dims broadcast.
-
-    The scale (``1 / sqrt(d)`` by default, as SDPA's) multiplies ``q``, a
-    (L, d) product instead of the (L, L) logits'. In a graph of fixed shapes,
-    in the runs of :func:`attention_runs` (of every operand that does not
-    broadcast along the split dim; for runs of queries, of ``q`` and the
-    mask's rows), their outputs concatenated.
-    """
-    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
-    if not exports_fixed_shapes():
-        return _attend(q, k, v, mask)
-    dim, length = attention_runs(q, k)
-    size = logits_shape(q, k)[dim]
-    if length >= size:
-        return _attend(q, k, v, mask)
-    runs = []
-    for start in range(0, size, length):
-        q_run, mask_run = run_of(q, dim, start, length), run_of(mask, dim, start, length)
-        k_run, v_run = (k, v) if dim == QUERIES else (run_of(k, dim, start, length), run_of(v, dim, start, length))
-        runs.append(_attend(q_run, k_run, v_run, mask_run))
-    return torch.cat(runs, dim=dim)
-
-
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
-    """``softmax(q k^T + mask) v`` for an already scaled ``q``."""
-    logits = torch.matmul(q, k.transpose(-1, -2))
-    if mask is not None:
-        logits = logits + mask
-    return torch.matmul(torch.softmax(logits, dim=-1), v)
+def fixed_shape_runs(q: torch.Tensor, k: torch.Tensor, leading: Optional[int] = None) -> Optional[Tuple[int, int]]:
+    """The runs of :func:`attention_runs` (of the first ``leading`` leading dims, all by default) in a graph
+    of fixed shapes (:func:`.fixed_shapes.exports_fixed_shapes`); None (one pass) otherwise."""
+    return attention_runs(q, k, leading) if exports_fixed_shapes() else None

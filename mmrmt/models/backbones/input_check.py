@@ -4,6 +4,11 @@ from torch import nn
 
 from ..layers import run_mode
 
+#: What records a graph of an mmrmt module that computes what eager computes, where TorchScript's compiler
+#: and torch.fx's symbolic tracer cannot (the forward follows the input's size, dtype and device in Python).
+RECORD_INSTEAD = ('torch.export.export(model, (x,)) or torch.jit.trace(model, x) (each a graph of what eager '
+                  'computes), or timm.create_model(name, features_only=True) for stage features')
+
 
 def check_map_input(module: nn.Module, x: torch.Tensor, channels: int, channels_arg: str,
                     batch: str = 'B') -> None:
@@ -24,11 +29,15 @@ def check_map_input(module: nn.Module, x: torch.Tensor, channels: int, channels_
         batch (str): The batch dimension's letter in messages.
 
     Raises:
-        TypeError: Not a tensor, not floating point, or another dtype.
+        TypeError: A torch.fx Proxy (symbolic tracing, one line naming what records the module instead), not
+            a tensor, not floating point, or another dtype.
         ValueError: Another shape or channel count, an empty input, or
             another device.
     """
     name = type(module).__name__
+    if isinstance(x, torch.fx.Proxy):
+        raise TypeError(f'{name} cannot be traced symbolically (torch.fx, timm\'s FX feature extraction): its '
+                        f'forward follows the input\'s size and device in Python; use {RECORD_INSTEAD}.')
     expected = f'({batch}, {channels}, H, W)'
     if not isinstance(x, torch.Tensor):
         raise TypeError(f'{name} expects a {expected} torch.Tensor, got {type(x).__name__}.')

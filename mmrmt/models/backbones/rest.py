@@ -20,6 +20,7 @@ from torch import nn
 
 from ..layers import build_norm_layer, in_image_chunks, norm_then_project, run_mode
 from ..layers.fused_attention import scaled_dot_product_attention
+from ..layers.plain_attention import plain_attention
 from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone, call_block, takes_backbone_options
@@ -85,6 +86,14 @@ class ConvPatchEmbed(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.pos(self.norm(self.conv(x)))
+
+
+def expm1_by_tanh(x: torch.Tensor) -> torch.Tensor:
+    """``exp(x) - 1`` as ``2 tanh(x / 2) / (1 - tanh(x / 2))``, for ``x <= 0``: ONNX has no expm1, and
+    this is as precise relative to the result (the denominator stays in [1, 2)), where ``exp(x) - 1``
+    would cancel for small ``x``."""
+    half = torch.tanh(x / 2)
+    return 2 * half / (1 - half)
 
 
 def softmax_deviations(scores: torch.Tensor, expm1: Callable[[torch.Tensor], torch.Tensor] = torch.expm1
@@ -212,7 +221,8 @@ class EfficientMultiHeadAttention(nn.Module):
 class FastEfficientMultiHeadAttention(EfficientMultiHeadAttention):
     """:class:`EfficientMultiHeadAttention` through fused attention: one head with SDPA, mixed heads with
     the lean core of :func:`.rest_attention.mixed_head_attention` (no score map kept for backward); with
-    autograd under CPU half-precision autocast, the ``sr`` conv in float32. Same arguments and parameters."""
+    autograd under CPU half-precision autocast, the ``sr`` conv in float32; while a graph is recorded, its
+    graph form (:meth:`graph_attend`). Same arguments and parameters."""
 
     def reduce(self, x: torch.Tensor) -> torch.Tensor:
         """The ``sr`` conv; in float32 with autograd under CPU half-precision autocast, where torch's
@@ -225,10 +235,30 @@ class FastEfficientMultiHeadAttention(EfficientMultiHeadAttention):
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The heads' attention of (B, N, n, d) ``q`` over (B, N', n, d) ``k`` and ``v``; (B, N, n, d)."""
+        if run_mode.records_graph():
+            return self.graph_attend(q, k, v)
         if self.num_heads == 1:
             return scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                                                 ).transpose(1, 2)
         return mixed_head_attention(q, k, v, self.transform_conv.weight, self.transform_conv.bias, self.scale)
+
+    def graph_attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """What :meth:`attend` computes, in the plain ops every exporter and tracer records (the graph form:
+        no autograd Function, in-place write or expm1, which ONNX lacks): one head as
+        :func:`...layers.plain_attention.plain_attention`, mixed heads as :func:`mixed_head_plain_attention`
+        with :func:`expm1_by_tanh`, each in the runs of :meth:`graph_runs`."""
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        if self.num_heads == 1:
+            return plain_attention(q, k, v, runs=self.graph_runs(q, k)).transpose(1, 2)
+        return mixed_head_plain_attention(q, k, v, self.transform_conv, self.scale, self.graph_runs(q, k, leading=1),
+                                          expm1_by_tanh).transpose(1, 2)
+
+    def graph_runs(self, q: torch.Tensor, k: torch.Tensor, leading: Optional[int] = None
+                   ) -> Optional[Tuple[int, int]]:
+        """The runs a recorded graph attends (B, n, N, d) ``q`` over ``k`` in, splitting at most the first
+        ``leading`` leading dims (all by default; see :func:`mixed_head_plain_attention`): None, one pass.
+        (The deployment side's graphs of fixed shapes split it.)"""
+        return None
 
 
 class ResTBlock(nn.Module):

@@ -20,6 +20,7 @@ from timm.models import adapt_input_conv, build_model_with_cfg, resolve_pretrain
 from torch import nn
 
 from mmrmt.checkpoint import check_fit, extract_state_dict, read_checkpoint, starts_with_any
+from ..backbones.input_check import RECORD_INSTEAD
 
 #: The evaluation settings shared by the authors' ImageNet models (their
 #: scripts' transforms: resize, centre crop, ImageNet mean and std).
@@ -45,6 +46,12 @@ class TimmClassifierMixin:
     classifier_prefixes: Tuple[str, ...] = ('head.', )
     num_classes: int
     global_pool: str
+
+    def __prepare_scriptable__(self) -> nn.Module:
+        """What ``torch.jit.script`` calls first: refused in one line (docs/timm.md, "TorchScript and FX")."""
+        raise RuntimeError(f'{type(self).__name__} cannot be compiled by torch.jit.script (TorchScript takes '
+                           f'no autograd Function, dataclass row or Python-typed helper, which its fast forms '
+                           f'use); use {RECORD_INSTEAD}.')
 
     def stage_outputs(self, x: torch.Tensor, last: int) -> List[torch.Tensor]:
         """The channels-last (B, h, w, C) output of stages 0..``last`` of (B, 3, H, W) images."""

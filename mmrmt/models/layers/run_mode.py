@@ -1,12 +1,19 @@
 """How the forward being run runs: the one place the layers read torch's global modes.
 
-The backbones' fast paths ask three questions about the forward they are in,
+The backbones' fast paths ask four questions about the forward they are in,
 and no layer reads torch's grad, tracing, export or autocast state itself:
 
+* :func:`records_graph`: ``torch.jit.trace``, either ONNX exporter or
+  ``torch.export`` records the forward (and through them mmdeploy, a FLOP
+  counter, ExecuTorch, AOTInductor). Then the fast classes compute in their
+  graph forms (RMT's MaSA and relative position, ResT's attention): plain
+  ops that every recorder knows and ONNX has (no complex numbers, cache,
+  ``expm1``, autograd Function, ``out=`` or in-place write into a slice), the
+  same function. So whoever records the model gets a graph that computes
+  what eager computes, without any call of ours.
 * :func:`keeps_autograd`: autograd records the forward for a backward of
-  it, so a graph recorded from it (``torch.jit.trace``, either ONNX
-  exporter, ``torch.export``) keeps none: it has no backward to save memory
-  for. Then the lean autograd Functions of ``norm_then_project``, RMT's FFN
+  it, so a graph recorded from it keeps none: it has no backward to save
+  memory for. Then the lean autograd Functions of ``norm_then_project``, RMT's FFN
   and ResT's MLP run (they keep less for backward), RMT's fast attention
   goes through SDPA, nothing is written in place, and ``with_cp``
   checkpoints the blocks of a training module. Without it residual sums are
@@ -18,12 +25,12 @@ and no layer reads torch's grad, tracing, export or autocast state itself:
 * :func:`autocast_dtype`: the dtype autocast computes a tensor's matmuls
   in, None outside autocast.
 
-A graph recorded from the eager classes is their inference without image
-chunks. What a graph needs beyond that is the deployment side's
-(``mmrmt.deployment.export``): its forms take the fast classes' place in a
-built model for an export, an mmdeploy conversion or a FLOP count (plain
-ops only, which a graph and a FLOP counter know), and it knows whether an
-export is of fixed shapes. It reads whether ``torch.export`` records the
+A graph recorded from the fast classes is thus their graph forms' inference
+without image chunks. What a runtime needs beyond that is the deployment
+side's (``mmrmt.deployment.export``): its forms take the fast classes'
+place in a built model for our own exports and mmdeploy conversions, to
+attend a few queries at a time in a graph of fixed shapes (which only the
+exporter's caller knows it writes). It reads whether ``torch.export`` records the
 forward here too (:func:`torch_exports`: one reading for every torch
 supported, since torch before 2.14 answers ``torch.compiler.is_exporting()``
 True inside ``torch.compile``).
@@ -34,25 +41,30 @@ is e.g. recomputing BatchNorm statistics. Cells: ``-`` no; ``caller`` as
 the grad mode the caller runs it in; ``as eager`` as the same forward run
 eagerly.
 
-=========================  ==============  ====================
-Run                        keeps_autograd  chunks_cpu_inference
-=========================  ==============  ====================
-training                   yes             -
-eval, grad                 yes             -
-train mode, no grad        -               -
-eval, no grad, CPU         -               yes
-eval, no grad, GPU         -               - (not the CPU)
-torch.jit.trace            -               -
-ONNX, TorchScript          -               -
-ONNX dynamo, torch.export  -               -
-torch.compile              caller          as eager
-=========================  ==============  ====================
+=========================  =============  ==============  ====================
+Run                        records_graph  keeps_autograd  chunks_cpu_inference
+=========================  =============  ==============  ====================
+training                   -              yes             -
+eval, grad                 -              yes             -
+train mode, no grad        -              -               -
+eval, no grad, CPU         -              -               yes
+eval, no grad, GPU         -              -               - (not the CPU)
+torch.jit.trace            yes            -               -
+ONNX, TorchScript          yes            -               -
+ONNX dynamo, torch.export  yes            -               -
+torch.compile              -              caller          as eager
+=========================  =============  ==============  ====================
 
 Autocast (CUDA float16 / bfloat16, CPU bfloat16) is orthogonal to every row:
 :func:`autocast_dtype` gives its dtype for tensors of its device type, and
 the autograd Functions compute in it as autocast would.
 
-Three combinations used to differ from site to site and are decided here once:
+Four combinations used to differ from site to site and are decided here once:
+
+* A recorded graph is of the graph forms, whoever records it. The forms
+  were swapped in by our own tools only: any other exporter got the eager
+  fast forms (ResT's through the TorchScript ONNX exporter a wrong graph,
+  RMT's an error of torch's).
 
 * A recorded graph keeps no autograd, everywhere. ``norm_then_project`` and
   RMT's FFN honoured jit tracing but not ``torch.export`` (nor, through it,
@@ -106,15 +118,16 @@ def torch_exports() -> bool:
     return torch.compiler._is_exporting_flag or (torch.compiler.is_compiling() and _dynamo_traces_an_export())
 
 
-def _records_graph() -> bool:
-    """True while ``torch.jit.trace``, ONNX export (either exporter) or ``torch.export`` records the forward."""
+def records_graph() -> bool:
+    """True while ``torch.jit.trace``, ONNX export (either exporter) or ``torch.export`` records the forward:
+    the fast classes then compute in their graph forms (see the module's docstring)."""
     return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch_exports()
 
 
 def keeps_autograd() -> bool:
     """True while autograd records the forward for a backward of it: grad is enabled
-    (``torch.is_grad_enabled()``) and no graph is recorded (see :func:`_records_graph`)."""
-    return torch.is_grad_enabled() and not _records_graph()
+    (``torch.is_grad_enabled()``) and no graph is recorded (see :func:`records_graph`)."""
+    return torch.is_grad_enabled() and not records_graph()
 
 
 @torch.compiler.assume_constant_result  # dynamo of torch 2.7 cannot trace the call: it calls it as it traces
@@ -138,7 +151,7 @@ def chunks_cpu_inference(x: torch.Tensor, training: bool) -> bool:
 
     True for eval-mode inference on the CPU without autograd, run eagerly (see the module's matrix).
     """
-    return not (training or torch.is_grad_enabled() or x.device.type != 'cpu' or _records_graph())
+    return not (training or torch.is_grad_enabled() or x.device.type != 'cpu' or records_graph())
 
 
 def inference_chunk_images(bytes_per_image: int) -> int:

@@ -12,14 +12,13 @@ from torch import nn
 from mmrmt.deployment.export import (exact_roi_min_side, export_forms, export_implementation, float32_roi_pooling,
                                      random_proposals)
 from mmrmt.deployment.export.export_forms import adaptive_average_pool
-from mmrmt.deployment.export.plain_attention import plain_attention
 from mmrmt.deployment.export.rest_forms import ExportEfficientMultiHeadAttention
-from mmrmt.deployment.export.rmt_forms import (ExportManhattanRelPos, ExportManhattanSelfAttention,
-                                               attention_by_grid_rows)
+from mmrmt.deployment.export.rmt_forms import attention_by_grid_rows
 from mmrmt.deployment.runtime import relative_difference
 from mmrmt.models.backbones.rest import FastEfficientMultiHeadAttention, softmax_deviations
 from mmrmt.models.backbones.rmt.fast_attention import FastManhattanSelfAttention
 from mmrmt.models.backbones.rmt.fast_relative_position import FastManhattanRelPos
+from mmrmt.models.layers.plain_attention import plain_attention
 from helpers.rounding import LAMBDA, assert_close, two_implementations, unit_roundoff
 
 
@@ -106,10 +105,10 @@ def test_relative_difference_is_relative_to_the_largest_value_and_checks_shapes(
 
 
 @pytest.mark.parametrize('decomposed', [True, False], ids=['decomposed', 'full'])
-def test_rmt_attention_export_form_equals_eager(decomposed):
-    """The attention's export form (own projections, channels-last rotary, one layout per pass), swapped in
-    by export_implementation, computes the eager fast path's output up to float32 rounding; afterwards
-    the modules are of their eager classes again, their cache kept."""
+def test_rmt_attention_graph_form_equals_eager(decomposed):
+    """The attention's graph form (own projections, real channels-last rotary, one layout per pass, plain
+    attention), which a recorded graph computes, gives the eager fast path's output up to float32
+    rounding, from tables outside the eager cache."""
     torch.manual_seed(0)
     attention = FastManhattanSelfAttention(32, 2, decomposed).eval()
     relpos = FastManhattanRelPos(32, 2, init_value=2.0, heads_range=4.0)
@@ -117,32 +116,26 @@ def test_rmt_attention_export_form_equals_eager(decomposed):
     x = torch.randn(2, 5, 7, 32)
     with torch.no_grad():
         expected = attention(x, relpos, norm)
-        with export_implementation(nn.ModuleList([attention, relpos, norm])):
-            assert (type(attention), type(relpos), type(norm)) == (ExportManhattanSelfAttention,
-                                                                   ExportManhattanRelPos, nn.LayerNorm)
-            assert relpos.fast_tables(5, 7, decomposed, x.dtype).rotation is None  # the export tables
-            exported = attention(x, relpos, norm)
-    assert (type(attention), type(relpos)) == (FastManhattanSelfAttention, FastManhattanRelPos)
-    assert len(relpos._cache) == 1  # the eager tables, not the export form's
+        assert relpos.graph_tables(5, 7, decomposed, x.dtype).rotation is None  # real tables
+        graph = attention.graph_forward(x, relpos, norm)
+    assert len(relpos._cache) == 1  # the eager tables only
     # MaSA's 7 steps (tests/test_models/test_backbones/test_rmt_attention.py) over 32 channels
-    assert_close(exported, expected, two_implementations(torch.float32, 5 * 7, 7))  # or the 35 tokens
+    assert_close(graph, expected, two_implementations(torch.float32, 5 * 7, 7))  # or the 35 tokens
 
 
 @pytest.mark.parametrize('heads', [1, 4])
-def test_rest_attention_export_form_equals_eager(heads):
+def test_rest_attention_graph_form_equals_eager(heads):
     """ResT's attention in ONNX's ops (plain attention; mixed heads with the tanh form of expm1) computes
     the fast attention's output (SDPA, the lean core) within float64 rounding."""
     torch.manual_seed(0)
     attention = FastEfficientMultiHeadAttention(32, heads, sr_ratio=2).double().eval()
-    x = torch.randn(2, 6, 10, 32, dtype=torch.float64)
+    q, k, v = (torch.randn(2, 60, heads, 32 // heads, dtype=torch.float64) for _ in range(3))
+    k, v = k[:, :15], v[:, :15]
     with torch.no_grad():
-        expected = attention(x)
-        with export_implementation(attention):
-            assert type(attention) is ExportEfficientMultiHeadAttention
-            exported = attention(x)
-    assert type(attention) is FastEfficientMultiHeadAttention
-    # the projections (32 channels), the map's statistics over its 60 x 15 scores, softmax and (.) v
-    assert_close(exported, expected, two_implementations(torch.float64, 60 * 15, 6))
+        expected = attention.attend(q, k, v)
+        graph = attention.graph_attend(q, k, v)
+    # the map's statistics over its 60 x 15 scores, softmax and (.) v
+    assert_close(graph, expected, two_implementations(torch.float64, 60 * 15, 6))
 
 
 def test_export_implementation_restores_the_classes_when_the_export_fails():

@@ -9,12 +9,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from mmrmt.deployment.export import fixed_shapes
-from mmrmt.deployment.export.plain_attention import attention_runs, plain_attention
+from mmrmt.deployment.export.plain_attention import attention_runs, fixed_shape_runs
 from mmrmt.deployment.export.rest_forms import ExportEfficientMultiHeadAttention
+from mmrmt.models.layers.plain_attention import plain_attention
 from helpers.rounding import assert_close, two_implementations
 
-#: The module (its name is shadowed by the function of the same name).
+#: The modules (their names are shadowed by the function of the same name).
 attention_module = importlib.import_module('mmrmt.deployment.export.plain_attention')
+layers_attention = importlib.import_module('mmrmt.models.layers.plain_attention')
 
 
 def randn(*shape, seed: int = 0) -> torch.Tensor:
@@ -93,26 +95,23 @@ def test_plain_attention_in_runs_equals_one_pass(fixed_shape_export, monkeypatch
     mask = None if mask_rows is None else randn(1, 4, mask_rows, 10, seed=3)
     expected = plain_attention(q, k, v, mask, 0.3)  # within the default budget: one pass
     set_budget(monkeypatch, budget)
-    calls = count_calls(monkeypatch, attention_module, '_attend')
-    actual = plain_attention(q, k, v, mask, 0.3)
+    calls = count_calls(monkeypatch, layers_attention, 'attend')
+    actual = plain_attention(q, k, v, mask, 0.3, fixed_shape_runs(q, k))
     assert [torch.broadcast_shapes(call[0].shape[:-1], call[1].shape[:-2] + (1, )) for call in calls] == runs
     # each output row is the same computation on the same rows: 8-term products, the softmax, (.) v over 10
     assert_close(actual, expected, two_implementations(torch.float64, 10, 3))
 
 
-def test_plain_attention_runs_only_in_exports_of_fixed_shapes(monkeypatch):
+def test_attention_runs_only_in_exports_of_fixed_shapes(monkeypatch):
     q = randn(1, 2, 10, 8)
     set_budget(monkeypatch, 1)
-    calls = count_calls(monkeypatch, attention_module, '_attend')
-    plain_attention(q, q, q)  # eager
+    assert fixed_shape_runs(q, q) is None  # eager
     with fixed_shapes.fixed_shape_export():
-        plain_attention(q, q, q)  # not exporting: the context alone does not split
+        assert fixed_shape_runs(q, q) is None  # not exporting: the context alone does not split
     monkeypatch.setattr(fixed_shapes, 'is_exporting', lambda: True)
-    plain_attention(q, q, q)  # exporting, but a graph that takes any size
-    assert len(calls) == 3
+    assert fixed_shape_runs(q, q) is None  # exporting, but a graph that takes any size
     with fixed_shapes.fixed_shape_export():
-        plain_attention(q, q, q)
-    assert len(calls) == 3 + 10
+        assert fixed_shape_runs(q, q) == (-2, 1)  # a query a run
 
 
 def upstream_mixed_head_attention(q, k, v, conv: nn.Conv2d, scale: float) -> torch.Tensor:
@@ -139,7 +138,7 @@ def test_rest_mixed_head_export_attention_equals_upstream(fixed_shape_export, mo
         set_budget(monkeypatch, budget)
         calls = []
         conv.register_forward_hook(lambda module, inputs, output: calls.append((len(output), output.shape[-2])))
-        actual = attention.attend(*(t.transpose(1, 2) for t in (q, k, v))).transpose(1, 2)
+        actual = attention.graph_attend(*(t.transpose(1, 2) for t in (q, k, v))).transpose(1, 2)
     assert calls == runs
     # the map's mean and variance sum all N N' terms; then the softmax and (.) v: 4 steps
     assert_close(actual, expected, two_implementations(torch.float64, length * keys, 4))

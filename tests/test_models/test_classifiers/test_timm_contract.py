@@ -3,11 +3,11 @@ every model, asserted of ours: registration, default_cfg, forward_features and
 forward_head, reset_classifier, num_features, backward, forward_intermediates,
 features_only and gradient checkpointing.
 
-As timm excludes models of this kind from its TorchScript and FX tests
-(``EXCLUDE_JIT_FILTERS``, ``EXCLUDE_FX_FILTERS``), ours are neither
-scriptable nor FX-traceable (autograd Functions and the run-mode switches of
-the fast paths); they are traced instead, which is what their ONNX export
-relies on, and the trace is checked here.
+Our names match none of timm's exclusion filters (``EXCLUDE_JIT_FILTERS``,
+``EXCLUDE_FX_FILTERS``), so its TorchScript and FX tests reach every one of
+ours: neither can take them (docs/timm.md, "TorchScript and FX"), and each
+refuses in one line naming what records them instead (a trace, checked here,
+and torch.export: tests/test_models/test_plain_exports.py).
 """
 import math
 
@@ -15,6 +15,7 @@ import pytest
 import timm
 import torch
 from timm.data import resolve_data_config
+from torchvision.models.feature_extraction import create_feature_extractor
 
 import mmrmt  # noqa: F401  (registers the timm models)
 
@@ -141,3 +142,38 @@ def test_bad_arguments_end_in_one_line():
         timm.create_model('rest_lite', global_pool='')
     with pytest.raises(ValueError, match=r'^RMTClassifier: norm=True needs a final norm'):
         timm.create_model('rmt_t').forward_intermediates(torch.randn(1, 3, 64, 64), norm=True)
+
+
+#: Every registered name (test_every_variant_is_listed).
+ALL_MODELS = ('rmt_t', 'rmt_s', 'rmt_b', 'rmt_l', 'rmt_s_tl', 'rmt_b_tl', 'rmt_l_tl', 'rest_lite', 'rest_small',
+              'rest_base', 'rest_large')
+#: What the one line names instead.
+RECORD_INSTEAD = r'use torch\.export\.export\(model, \(x,\)\) or torch\.jit\.trace\(model, x\)'
+
+
+def on_meta(name: str) -> torch.nn.Module:
+    """The model ``name`` built without weights (refusals need none)."""
+    with torch.device('meta'):
+        return timm.create_model(name)
+
+
+@pytest.mark.parametrize('name', ALL_MODELS)
+def test_torchscript_refuses_in_one_line(name):
+    """timm's test_model_forward_torchscript: ``torch.jit.script`` cannot compile the fast forms."""
+    with pytest.raises(RuntimeError, match=f'cannot be compiled by torch.jit.script .*; {RECORD_INSTEAD}') as error:
+        torch.jit.script(on_meta(name))
+    assert '\n' not in str(error.value)
+
+
+@pytest.mark.parametrize('trace', ['symbolic_trace', 'create_feature_extractor'])
+@pytest.mark.parametrize('name', ALL_MODELS)
+def test_fx_refuses_in_one_line(name, trace):
+    """timm's test_model_forward_fx, backward_fx and fx_torchscript (torchvision's feature extractor, as
+    timm's _create_fx_model) and a plain symbolic trace stop at the input check, in one line."""
+    model = on_meta(name)
+    with pytest.raises(TypeError, match=f'cannot be traced symbolically .*; {RECORD_INSTEAD}') as error:
+        if trace == 'symbolic_trace':
+            torch.fx.symbolic_trace(model)
+        else:
+            create_feature_extractor(model, return_nodes=['head'])
+    assert '\n' not in str(error.value)

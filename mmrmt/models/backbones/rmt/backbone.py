@@ -115,7 +115,7 @@ class RMT(PyramidBackbone):
             nn.Conv2d(stem_dims, dims[0], 3, 2, 1), norm(dims[0]), nn.GELU(),
             nn.Conv2d(dims[0], dims[0], 3, 1, 1), norm(dims[0]))
 
-        drop_paths = torch.linspace(0, drop_path_rate, sum(depths)).tolist()
+        drop_paths = torch.linspace(0, drop_path_rate, sum(depths), device='cpu').tolist()
         layer_scale_init = settings.get('layer_scale_init', 1e-6)
         self.layers = nn.ModuleList()
         for i, depth in enumerate(depths):

@@ -1,14 +1,15 @@
 """MaSA in its fast form: fused projections and attention, cached tables, same parameters."""
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from torch import nn
 
 from ...layers import norm_then_project, run_mode
 from ...layers.fused_attention import attention_dtype, scaled_dot_product_attention
+from ...layers.plain_attention import plain_attention
 from .attention import ManhattanSelfAttention
 from .depthwise_conv import depthwise_conv_channels_last
-from .fast_relative_position import FastManhattanRelPos, FastTables, rotate_qk
+from .fast_relative_position import FastManhattanRelPos, FastTables, rotate_by_permutation, rotate_qk
 
 
 def softmax_(logits: torch.Tensor) -> torch.Tensor:
@@ -38,7 +39,8 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
     :func:`...layers.fused_attention.attention_dtype` (with autograd, half
     precision on the CPU in float32, whose fused and depthwise-conv
     backwards are the faster, AMX tiles or not; q and k converted in the
-    pass that lays them out). Same arguments and parameters as the
+    pass that lays them out). While a graph is recorded, its graph form
+    (:meth:`graph_forward`). Same arguments and parameters as the
     reference.
     """
 
@@ -50,6 +52,8 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
     def forward(self, x: torch.Tensor, relpos: FastManhattanRelPos,
                 norm: Optional[nn.LayerNorm] = None) -> torch.Tensor:
         """MaSA of ``norm(x)`` (of ``x`` if ``norm`` is None), channels-last (B, h, w, C)."""
+        if run_mode.records_graph():
+            return self.graph_forward(x, relpos, norm)
         batch, height, width, channels = x.shape
         # q and k from one projection, so that one op rotates both; v apart,
         # dense channels-last for the LCE conv (a slice of a fused q/k/v
@@ -73,6 +77,56 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
             # does not need its output): no merged-heads copy, no new tensor.
             merged = context.contiguous().view(out.shape).add_(out)
         return self.out_proj(merged.view(batch, height, width, channels))
+
+    def graph_forward(self, x: torch.Tensor, relpos: FastManhattanRelPos,
+                      norm: Optional[nn.LayerNorm] = None) -> torch.Tensor:
+        """What :meth:`forward` computes, in the plain ops every exporter and tracer records (the graph
+        form: no complex numbers, cache, autograd Function or in-place write), as a runtime runs it with
+        few copies.
+
+        q, k and v from their own projections (no split of a fused one, a
+        copy in the graph), rotated channels-last (B, h, w, n, d), then each
+        moved once into the layout of each pass: an ONNX runtime's MatMul
+        takes dense operands only, so each layout change is a Transpose node. The
+        attention is :func:`...layers.plain_attention.plain_attention` over
+        5-D operands (ONNX ops of opset 11 on; SDPA would need 14 and be
+        written as the same nodes), in the runs of :meth:`graph_runs`; a full
+        stage's through :meth:`graph_full_attention`.
+        """
+        batch, height, width, channels = x.shape
+        q, k, v = norm_then_project(x, norm, [(self.q_proj.weight, self.q_proj.bias),
+                                              (self.k_proj.weight, self.k_proj.bias),
+                                              (self.v_proj.weight, self.v_proj.bias)])
+        context = self.lepe(v)
+        tables = relpos.graph_tables(height, width, self.decomposed, q.dtype)
+        cos, signed_sin = (table.reshape(height, width, 1, self.head_dims)
+                           for table in (tables.cos, tables.signed_sin))
+        q, k = (rotate_by_permutation(t.view(batch, height, width, self.num_heads, self.head_dims),
+                                      signed_sin, cos) for t in (q, k))
+        v = v.view(q.shape)
+        if self.decomposed:  # rows over (B, h, n, w, d), then columns over (B, w, n, h, d)
+            q_rows, k_rows, v_rows = (t.transpose(2, 3) for t in (q, k, v))
+            rows = plain_attention(q_rows, k_rows, v_rows, tables.mask_w, self.scale, self.graph_runs(q_rows, k_rows))
+            q_columns, k_columns = q.permute(0, 2, 3, 1, 4), k.permute(0, 2, 3, 1, 4)
+            out = plain_attention(q_columns, k_columns, rows.permute(0, 3, 2, 1, 4), tables.mask_h, self.scale,
+                                  self.graph_runs(q_columns, k_columns)).permute(0, 3, 1, 2, 4)
+        else:  # all tokens over (B, n, hw, d)
+            q, k, v = (t.reshape(batch, height * width, self.num_heads, self.head_dims).transpose(1, 2)
+                       for t in (q, k, v))
+            out = self.graph_full_attention(q, k, v, tables).transpose(1, 2)
+        return self.out_proj(context + out.reshape(batch, height, width, channels))
+
+    def graph_runs(self, q: torch.Tensor, k: torch.Tensor) -> Optional[Tuple[int, int]]:
+        """The runs a recorded graph attends ``q`` over ``k`` in (see
+        :func:`...layers.plain_attention.plain_attention`): None, one pass. (The deployment side's graphs of
+        fixed shapes split it.)"""
+        return None
+
+    def graph_full_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                             tables: FastTables) -> torch.Tensor:
+        """A full stage's attention of (B, n, hw, d) ``q``, ``k``, ``v`` in a recorded graph, with the
+        decay table of :meth:`.fast_relative_position.FastManhattanRelPos.graph_tables`."""
+        return plain_attention(q, k, v, tables.mask, self.scale, self.graph_runs(q, k))
 
     def _core_dtype(self, qk: torch.Tensor, height: int, width: int) -> torch.dtype:
         """The dtype the rotary, the LCE and attention compute in over a (height, width) grid.

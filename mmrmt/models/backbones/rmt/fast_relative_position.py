@@ -24,6 +24,21 @@ def swap_pairs(x: torch.Tensor) -> torch.Tensor:
     return x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
 
 
+def swap_pairs_by_permutation(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with the members of each channel pair swapped, as a product with the constant pair-swap
+    permutation: ONNX runtimes run the step -1 Slice that ``flip`` becomes far slower than this small
+    MatMul (docs/deployment.md, "What is dynamic")."""
+    channels = x.shape[-1]
+    permutation = torch.eye(channels, dtype=x.dtype, device=x.device)[[i ^ 1 for i in range(channels)]]
+    return torch.matmul(x, permutation)
+
+
+def rotate_by_permutation(x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+    """:func:`apply_rotary_signed` with the pairs swapped by :func:`swap_pairs_by_permutation`: the
+    rotary of a recorded graph."""
+    return torch.addcmul(x * cos, swap_pairs_by_permutation(x), signed_sin)
+
+
 class FastTables(NamedTuple):
     """What the fast MaSA of one grid needs, in the attention dtype.
 
@@ -108,6 +123,13 @@ class FastManhattanRelPos(ManhattanRelPos):
             self._evict()
         self._cache.move_to_end(key)
         return tables
+
+    def graph_tables(self, height: int, width: int, decomposed: bool, dtype: torch.dtype) -> FastTables:
+        """The tables of a (height, width) grid in ``dtype`` for a recorded graph (see
+        :func:`...layers.run_mode.records_graph`): ops of the graph, computed from its (possibly symbolic)
+        grid size, real (ONNX has no complex numbers) and uncached, so that a dynamic graph serves any
+        input size."""
+        return self._build_fast_tables(height, width, decomposed, dtype, complex_rotary=False)
 
     @torch.compiler.assume_constant_result  # dynamo calls it as it traces, keeping the answer: no graph branch
     def _cache_is_stale(self) -> bool:
