@@ -15,7 +15,7 @@ import pytest
 import torch
 from torch import nn
 
-from helpers.backbones import REST_TINY, RESMLP_TINY, RMT_TINY
+from helpers.backbones import RESMLP_TINY, REST_TINY, RMT_TINY
 from helpers.rounding import assert_within_low_precision
 
 #: The traced input shape (a batch of 2: torch.export takes a dimension of size 1 for a constant), and two
