@@ -35,15 +35,19 @@ file in each runtime; ``--precision f32 bf16`` adds torch's bf16 autocast
 and OpenVINO's bf16 inference (CPUs with AVX-512 BF16 or AMX only; an int8
 file runs int8 at either precision). The table then also gives each
 contender's outputs' largest difference, relative to their largest value,
-from float32 with the same weights: a torch row's from the first torch
-row's, a file's from the first --onnx file's first row (the float32 file
-in the first runtime; the torch model and the files hold other weights). The header names the CPU and the
+from the torch model's float32 row: with a config, that model holds the
+weights ``pytorch2onnx.py`` exports without ``--weights`` (both drawn from
+one seed: :func:`mmrmt.utils.build_seeded_model`), and with files of the
+config's backbone (``--backbone-only``) the torch rows time that backbone;
+a ``--backbone`` model is built alone, with other weights than any export.
+Each file must be a graph of the model timed beside it
+(:func:`.checks.check_graphs_fit`, test_onnx.py's check). The header names the CPU and the
 flags that decide int8's and bf16's worth (AVX2, AVX-512F, VNNI, BF16, AMX).
 """
-from .checks import check_args, check_onnx_inputs
+from .checks import backbone_graphs, check_args, check_onnx_inputs
 from .models import save_upstream_weights
 from .table import format_table, graph_batches
 from .workers import time_contenders
 
-__all__ = ['check_args', 'check_onnx_inputs', 'format_table', 'graph_batches', 'save_upstream_weights',
-           'time_contenders']
+__all__ = ['backbone_graphs', 'check_args', 'check_onnx_inputs', 'format_table', 'graph_batches',
+           'save_upstream_weights', 'time_contenders']

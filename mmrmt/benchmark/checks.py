@@ -9,7 +9,7 @@ import torch
 from mmrmt.deployment.runtime import check_runtime, cpu_features, file_inputs, shape_mismatch
 from mmrmt.models import backbones
 from mmrmt.utils import PreflightError, check_graph_file, check_input_size, read_config
-from mmrmt.utils.model_kind import check_graph_fits_config, other_graph_kind
+from mmrmt.utils.model_kind import check_graph_fits_config, graph_model_kind, other_graph_kind
 from .contenders import backbone_type, parse_backbone, takes_impl
 from .models import TENSOR_MODE_PROPOSALS
 from .upstream_rest import check_upstream_repo
@@ -100,7 +100,7 @@ def check_args(args: argparse.Namespace) -> None:
 def check_onnx_args(args: argparse.Namespace) -> None:
     """Fail unless the --onnx files can be timed as given: inference on the CPU, runtimes that run each
     --precision, f32 among them (every row is compared with float32), files that exist, each the graph
-    of the kind of model timed beside it (:func:`check_graph_fits`).
+    of the kind of model timed beside it (:func:`check_graphs_fit`).
 
     Raises:
         PreflightError: One line naming the problem and the fix.
@@ -115,25 +115,36 @@ def check_onnx_args(args: argparse.Namespace) -> None:
     check_runtimes(args)
     for path in args.onnx:
         check_graph_file(path, '--onnx file')
-        check_graph_fits(path, args)
+    check_graphs_fit(args)
 
 
-def check_graph_fits(path: str, args: argparse.Namespace) -> None:
-    """Fail if the --onnx file ``path`` is the graph of another kind of model than the config's (the
-    check of tools/deployment/test_onnx.py) or, with --backbone, of a whole model: its time and outputs
-    would be reported as the model's.
+def backbone_graphs(args: argparse.Namespace) -> bool:
+    """Whether the --onnx files beside a config are its backbone's (``pytorch2onnx.py --backbone-only``):
+    the torch rows then time the config's backbone, whose weights are those the export holds."""
+    return bool(args.config and args.onnx) and all(graph_model_kind(path) == 'backbone' for path in args.onnx)
+
+
+def check_graphs_fit(args: argparse.Namespace) -> None:
+    """Fail if an --onnx file is the graph of another kind of model than the one timed beside it: with a
+    config, its kind (the check of tools/deployment/test_onnx.py), or its backbone for every file; with
+    --backbone, a backbone. Its time and outputs would be reported as the model's.
 
     Raises:
         PreflightError: One line naming both kinds and the fix.
     """
-    if args.config is not None:
-        check_graph_fits_config(path, read_config(args.config), args.config)
+    if args.config is None:
+        for path in args.onnx:
+            graph = other_graph_kind(path, 'backbone')
+            if graph is not None:
+                raise PreflightError(f'{path} is the graph of a {graph}, but --backbone {args.backbone} times a '
+                                     'backbone: give the config the graph was exported from, or export the backbone '
+                                     'with tools/deployment/pytorch2onnx.py --backbone-only')
         return
-    graph = other_graph_kind(path, 'backbone')
-    if graph is not None:
-        raise PreflightError(f'{path} is the graph of a {graph}, but --backbone {args.backbone} times a backbone: '
-                             'give the config the graph was exported from, or export the backbone with '
-                             'tools/deployment/pytorch2onnx.py --backbone-only')
+    if backbone_graphs(args):
+        return
+    cfg = read_config(args.config)
+    for path in args.onnx:
+        check_graph_fits_config(path, cfg, args.config)
 
 
 def check_runtimes(args: argparse.Namespace) -> None:

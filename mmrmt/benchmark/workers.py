@@ -58,8 +58,9 @@ def graph_worker(args: argparse.Namespace, path: str, runtime: str, precision: s
 
 def tensor_mode_worker(args: argparse.Namespace, impl: Optional[str], precision: str, conn) -> None:
     """Run the tensor-mode forward the --onnx files hold, in torch at ``precision``, once per 'step'."""
-    model = TensorModeModel(build_whole_model(args.config, impl)[0] if args.config
-                            else build_backbone(args.backbone, impl)).eval()
+    model = TensorModeModel(build_whole_model(args.config, impl)[0], backbone_only=args.config_backbone
+                            ) if args.config else TensorModeModel(build_backbone(args.backbone, impl))
+    model.eval()
     inputs = tensor_mode_inputs(args, model.kind == 'two_stage')
     autocast = torch.autocast('cpu', dtype=torch.bfloat16) if precision == 'bf16' else nullcontext()
 

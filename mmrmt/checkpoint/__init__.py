@@ -7,7 +7,7 @@ Nothing here imports :mod:`mmrmt.models`: this package knows files and state
 dicts, not networks; a backbone passes what it knows (its classifier
 prefixes, its converter) to :func:`load_pretrained`.
 """
-from .fit import TensorSpec, cast_note, check_fit, first_few, fit_problems, specs, starts_with_any
+from .fit import TensorSpec, cast_note, check_fit, first_few, fit_problems, kind_problem, specs, starts_with_any
 from .loading import load_model_weights, load_pretrained
 from .reading import (SAFETENSORS_META_KEY, SAFETENSORS_SUFFIX, STATE_DICT_WRAPPERS, StateDict, checkpoint_file_problem,
                       extract_state_dict, is_safetensors_name, read_checkpoint, read_safetensors, written_by_mmengine)
@@ -19,7 +19,7 @@ from .weights_only import (REFUSAL_ADVICE, CheckpointRefusedError, checkpoint_sa
 from .writing import save_checkpoint, sha256_of
 
 __all__ = [
-    'TensorSpec', 'cast_note', 'check_fit', 'first_few', 'fit_problems', 'specs', 'starts_with_any',
+    'TensorSpec', 'cast_note', 'check_fit', 'first_few', 'fit_problems', 'kind_problem', 'specs', 'starts_with_any',
     'load_model_weights', 'load_pretrained',
     'SAFETENSORS_META_KEY', 'SAFETENSORS_SUFFIX', 'STATE_DICT_WRAPPERS',
     'StateDict', 'checkpoint_file_problem', 'extract_state_dict', 'one_line_reason', 'read_checkpoint',

@@ -19,7 +19,7 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.model import BaseTTAModel
 
-from mmrmt.checkpoint import (TensorSpec, cast_note, extract_state_dict, fit_problems, is_remote, is_url,
+from mmrmt.checkpoint import (TensorSpec, cast_note, extract_state_dict, fit_problems, is_remote, is_url, kind_problem,
                               read_checkpoint, resumed_config, specs)
 from mmrmt.engine.own_checkpoint import ForeignCheckpointError, own_last_checkpoint
 from .model_from_config import build_cpu_model
@@ -146,7 +146,8 @@ def check_run_checkpoint(cfg: Config, model_specs: Mapping[str, TensorSpec], pat
         path (str): The checkpoint.
         role (str): See :func:`read_run_checkpoint`.
         resume (bool): See :func:`read_run_checkpoint`.
-        allow_partial (bool): Skip the comparison with the model.
+        allow_partial (bool): Compare with the model only the kinds of number
+            (integers for floats) of the tensors both hold.
 
     Raises:
         PreflightError: See :func:`read_run_checkpoint`; or the file's
@@ -155,7 +156,13 @@ def check_run_checkpoint(cfg: Config, model_specs: Mapping[str, TensorSpec], pat
             model does not have, named in the message.
     """
     file_specs = read_run_checkpoint(path, role, resume)
-    if file_specs is None or allow_partial:
+    if file_specs is None:
+        return
+    if allow_partial:  # the tensors that match in shape load, cast to the model's dtype: integers never
+        other_kind = kind_problem(model_specs, file_specs)
+        if other_kind:
+            raise PreflightError(f'{role} {path} does not fit the model of {cfg.filename} even in part: '
+                                 f'{other_kind}. Load a floating-point checkpoint')
         return
     problems = fit_problems(model_specs, file_specs)
     if problems:

@@ -201,24 +201,39 @@ def test_exported_model_in_both_runtimes_beside_torch_with_output_errors(tmp_pat
     assert 0 < errors[f'openvino f32 {out}'] <= pytorch2onnx.DEFAULT_TOLERANCE['f32'], errors
 
 
-@pytest.mark.parametrize('model, output, message', [
-    ([str(SEG_CONFIG)], 'head_0', 'is the graph of a single-stage detector, but {config} describes a segmentor '
-                                  '(EncoderDecoder): give the config the graph was exported from, or export this '
-                                  "config's model with tools/deployment/pytorch2onnx.py"),
-    ([str(DET_CONFIG)], 'seg_logits', 'is the graph of a segmentor, but {config} describes a two-stage detector '
-                                      'with masks (MaskRCNN)'),
-    ([str(DET_CONFIG)], 'feature_0', 'is the graph of a backbone, but {config} describes a two-stage detector'),
-    (['--backbone', 'rmt-t'], 'seg_logits', 'is the graph of a segmentor, but --backbone rmt-t times a backbone: '
-                                            'give the config the graph was exported from, or export the backbone '
-                                            'with tools/deployment/pytorch2onnx.py --backbone-only'),
+@pytest.mark.parametrize('model, outputs, message', [
+    ([str(SEG_CONFIG)], ['head_0'], 'is the graph of a single-stage detector, but {config} describes a segmentor '
+                                    '(EncoderDecoder): give the config the graph was exported from, or export this '
+                                    "config's model with tools/deployment/pytorch2onnx.py"),
+    ([str(DET_CONFIG)], ['seg_logits'], 'is the graph of a segmentor, but {config} describes a two-stage detector '
+                                        'with masks (MaskRCNN)'),
+    ([str(DET_CONFIG)], ['feature_0', 'seg_logits'], 'is the graph of a backbone, but {config} describes a '
+                                                     'two-stage detector'),
+    (['--backbone', 'rmt-t'], ['seg_logits'], 'is the graph of a segmentor, but --backbone rmt-t times a backbone: '
+                                              'give the config the graph was exported from, or export the backbone '
+                                              'with tools/deployment/pytorch2onnx.py --backbone-only'),
 ])
-def test_a_graph_of_another_model_is_refused_as_test_onnx_refuses_it(model, output, message, tmp_path, capsys):
+def test_a_graph_of_another_model_is_refused_as_test_onnx_refuses_it(model, outputs, message, tmp_path, capsys):
     """The check of tools/deployment/test_onnx.py, before any worker: a graph of another model is not timed
-    (nor its outputs compared) as the config's."""
-    graph = matmul_graph(tmp_path / 'other.onnx', output)
-    line = exit_line(benchmark.main, [*model, '--mode', 'infer', '--onnx', graph])
-    assert line.startswith(f'error: {graph} ') and message.format(config=model[0]) in line, line
+    (nor its outputs compared) as the config's; a config's backbone graphs only all together."""
+    graphs = [matmul_graph(tmp_path / f'graph{index}.onnx', output) for index, output in enumerate(outputs)]
+    line = exit_line(benchmark.main, [*model, '--mode', 'infer', '--onnx', *graphs])
+    assert line.startswith(f'error: {graphs[0]} ') and message.format(config=model[0]) in line, line
     assert capsys.readouterr().out == ''
+
+
+def test_a_configs_backbone_graph_is_timed_beside_that_backbone(tmp_path):
+    """pytorch2onnx.py --backbone-only of a config, beside the config: the torch rows run its backbone with the
+    export's weights, so the file's error is float32's rounding."""
+    out = tmp_path / 'backbone.onnx'
+    pytorch2onnx.main([str(SEG_CONFIG), '--backbone-only', '--shape', '64', '96', '--out', str(out)])
+    result = run_tool([TOOL, SEG_CONFIG, '--impl', 'fast', '--shape', 64, 96, '--mode', 'infer', '--repeats', 1,
+                       '--warmup', 0, '--onnx', out])
+    check_ok(result)
+    assert result.stdout.startswith(f"# {SEG_CONFIG}'s backbone: batch 1, input 64x96")
+    errors = dict(re.findall(r'^\| ([^|]+?) \| infer \|.* (\S+) \|$', result.stdout, re.M))
+    assert errors['fast'] == '0.0e+00', errors
+    assert 0 < float(errors[f'onnxruntime {out}']) <= pytorch2onnx.DEFAULT_TOLERANCE['f32'], errors
 
 
 def test_every_rows_error_is_against_the_torch_model():

@@ -32,8 +32,8 @@ from typing import List, Optional
 
 import torch
 
-from mmrmt.benchmark import (check_args, check_onnx_inputs, format_table, graph_batches, save_upstream_weights,
-                             time_contenders)
+from mmrmt.benchmark import (backbone_graphs, check_args, check_onnx_inputs, format_table, graph_batches,
+                             save_upstream_weights, time_contenders)
 from mmrmt.deployment.runtime import PRECISIONS, RUNTIMES, cpu_features
 from mmrmt.utils import run_main
 
@@ -69,13 +69,14 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.weights = None  # set by main with --upstream-repo
     check_args(args)
+    args.config_backbone = backbone_graphs(args)  # --onnx files of the config's backbone: torch times that
     return args
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     check_onnx_inputs(args)
-    model = args.config or args.backbone
+    model = f"{args.config}'s backbone" if args.config_backbone else args.config or args.backbone
     print(f'# {model}: batch {args.batch}, input {args.shape[0]}x{args.shape[1]}, {args.device}, '
           f'amp {" ".join(args.amp)}, threads {args.threads or torch.get_num_threads()}, '
           f'{args.warmup} warm-up + {args.repeats} timed iterations, torch {torch.__version__}')

@@ -39,10 +39,10 @@ export_graph $MASK --backbone-only --dynamic --shape 224 224 --out "$OUT/rmt-t_d
 export_graph $MASK --backbone-only --batch 16 --images-per-run 2 --shape 224 224 --out "$OUT/rmt-t_b16_scan2.onnx"
 "$PYTHON" tools/deployment/quantize_onnx.py "$OUT/rmt-t_b16.onnx" --config $MASK --images data/demo/coco/val \
     --count 16 --out "$OUT/rmt-t_b16_int8.onnx" | tail -3
-"$PYTHON" "${BENCH[@]}" --backbone rmt-t --batch 16 --shape 224 224 "${RUNTIMES[@]}" \
+"$PYTHON" "${BENCH[@]}" $MASK --batch 16 --shape 224 224 "${RUNTIMES[@]}" \
     --onnx "$OUT/rmt-t_b16.onnx" "$OUT/rmt-t_b16_int8.onnx" | tee "$OUT/speed_backbone.md"
 # the batch's memory-bounded forms in their own table: two images at a time, in the graph (Scan) or in chunks
-"$PYTHON" "${BENCH[@]}" --backbone rmt-t --batch 16 --shape 224 224 --runtime onnxruntime openvino \
+"$PYTHON" "${BENCH[@]}" $MASK --batch 16 --shape 224 224 --runtime onnxruntime openvino \
     --onnx "$OUT/rmt-t_b16_scan2.onnx" "$OUT/rmt-t_dynamic.onnx" | tee "$OUT/speed_backbone_two_at_a_time.md"
 PROFILE=(tools/deployment/profile_onnx.py --threads "$THREADS" --runs 1)
 for graph in rmt-t_b16 rmt-t_b16_int8; do
