@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 import numpy as np
 import torch
 
-from mmrmt import models
+from mmrmt.models import backbones
 from mmrmt.deployment.export import random_proposals
 from mmrmt.utils import build_seeded_model, read_config
 from .contenders import backbone_type, parse_backbone, takes_impl
@@ -28,7 +28,7 @@ def build_backbone(name: str, impl: Optional[str], weights: Optional[str] = None
         options['impl'] = impl
     if weights is not None:
         options['init_cfg'] = dict(type='Pretrained', checkpoint=weights)
-    model = getattr(models, backbone)(**options)
+    model = getattr(backbones, backbone)(**options)
     if weights is not None:
         model.init_weights()
     return model
