@@ -8,7 +8,7 @@ from typing import Optional
 from mmengine.config import Config
 
 from mmrmt.checkpoint import is_remote
-from mmrmt.engine import WorkDirBusyError, check_work_dir_free
+from mmrmt.engine import work_dir_claim
 from mmrmt.engine.own_checkpoint import checkpoint_folder
 from .preflight import PreflightError
 
@@ -21,16 +21,13 @@ def use_own_work_dir_runner(cfg: Config) -> None:
 
 
 def check_work_dir_unused(work_dir: str) -> None:
-    """Fail if a live run holds ``work_dir``'s lock (the runner takes it later; this
-    check reports a busy work dir before the other checks read its files).
+    """Fail if another run holds ``work_dir`` (the runner claims it later; this check reports
+    a busy work dir before the other checks read its files).
 
     Raises:
-        PreflightError: Naming the running run.
+        ClaimError: Naming the running run.
     """
-    try:
-        check_work_dir_free(work_dir)
-    except WorkDirBusyError as error:
-        raise PreflightError(str(error)) from error
+    work_dir_claim(work_dir).check_free()
 
 
 def check_no_earlier_run(work_dir: str, out_dir: Optional[str] = None) -> None:
