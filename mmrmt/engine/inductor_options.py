@@ -8,11 +8,12 @@ torch.compile takes Inductor's config values by name (``freezing=True``,
 refuses an unknown name, or a value of another type, with a traceback that
 lists all of its several hundred options.
 """
-import difflib
 import typing
 from typing import Any, Mapping, Optional
 
 import torch
+
+from mmrmt.models.backbones.arch import nearest_name
 
 
 def inductor_option_problem(name: str, value: Any) -> Optional[str]:
@@ -22,8 +23,8 @@ def inductor_option_problem(name: str, value: Any) -> Optional[str]:
 
     known = config.get_config_copy()
     if name not in known:
-        nearest = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-        hint = f'; did you mean {nearest[0]}?' if nearest else ''
+        nearest = nearest_name(name, known)
+        hint = f'; did you mean {nearest}?' if nearest else ''
         return f'torch {torch.__version__} Inductor has no option {name!r}{hint}'
     expected = config.get_type(name)
     if typing.get_origin(expected) is None and not isinstance(value, expected):
