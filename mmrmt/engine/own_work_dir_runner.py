@@ -38,7 +38,8 @@ def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
     Remote paths (``scheme://``) are left to mmengine's loaders.
 
     Raises:
-        SystemExit: ``error: --resume|load_from FILE: <problem>; <fix>``.
+        SystemExit: ``error: --resume|load_from FILE: <problem>; <fix>`` (a missing one:
+            ``--resume|load_from checkpoint not found: FILE``, as the tools say it).
         CheckpointRefusedError: The file holds Python objects besides weights.
     """
     if not isinstance(load_from, str) or is_remote(load_from):
@@ -47,7 +48,7 @@ def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
                  ('load_from', 'give the path of a checkpoint file'))
     path = osp.expanduser(load_from)
     if not osp.isfile(path):
-        sys.exit(f'error: {role} {load_from}: no such file; {fix}')
+        sys.exit(f'error: {role} checkpoint not found: {load_from}; {fix}')  # the tools' wording
     if is_readable_safetensors(path):
         try:
             read_checkpoint(path)
