@@ -38,7 +38,7 @@ from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, c
 from mmrmt.utils.amp import amp_dtype
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
                                         is_detection, prediction_out_claimed)
-from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
+from mmrmt.utils.run_work_dir import check_work_dir_unused
 from mmrmt.utils.test_time_aug import use_test_time_aug
 
 
@@ -109,7 +109,6 @@ def main() -> None:
     if args.show or args.show_dir:
         enable_visualization(cfg, args)
     cfg.load_from = args.checkpoint
-    use_own_work_dir_runner(cfg)
     with prediction_out_claimed(cfg, args.out):
         runner = build_runner(cfg)
         add_prediction_dump(runner, cfg, args.out, args.force)

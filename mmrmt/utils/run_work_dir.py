@@ -1,23 +1,13 @@
-"""The work dir side of tools/train.py and tools/test.py: the runner that keeps to
-its work dir, and checks, before anything is built, that no other run holds it and
-that a new training run overwrites no earlier one."""
+"""The work dir side of tools/train.py and tools/test.py: checks, before anything is built,
+that no other run holds the work dir and that a new training run overwrites no earlier one."""
 import glob
 import os.path as osp
 from typing import Optional
-
-from mmengine.config import Config
 
 from mmrmt.checkpoint import is_remote
 from mmrmt.engine import work_dir_claim
 from mmrmt.engine.own_checkpoint import checkpoint_folder
 from .preflight import PreflightError
-
-
-def use_own_work_dir_runner(cfg: Config) -> None:
-    """Build the run with :class:`~mmrmt.engine.OwnWorkDirRunner` unless the config names
-    a runner (mmrmt's configs name this one in ``configs/_base_/mmrmt_runtime.py``)."""
-    if 'runner_type' not in cfg:
-        cfg.runner_type = 'OwnWorkDirRunner'
 
 
 def check_work_dir_unused(work_dir: str) -> None:
