@@ -1,23 +1,12 @@
-"""The work dir side of tools/train.py and tools/test.py: checks, before anything is built,
-that no other run holds the work dir and that a new training run overwrites no earlier one."""
+"""The work dir side of tools/train.py: a new training run overwrites no earlier one (checked
+before anything is built)."""
 import glob
 import os.path as osp
 from typing import Optional
 
 from mmrmt.checkpoint import is_remote
-from mmrmt.engine import work_dir_claim
 from mmrmt.engine.own_checkpoint import checkpoint_folder
 from .preflight import PreflightError
-
-
-def check_work_dir_unused(work_dir: str) -> None:
-    """Fail if another run holds ``work_dir`` (the runner claims it later; this check reports
-    a busy work dir before the other checks read its files).
-
-    Raises:
-        ClaimError: Naming the running run.
-    """
-    work_dir_claim(work_dir).check_free()
 
 
 def check_no_earlier_run(work_dir: str, out_dir: Optional[str] = None) -> None:
