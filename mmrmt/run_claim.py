@@ -60,8 +60,8 @@ def holder(path: str) -> Optional[str]:
     """
     check_regular(path)
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
+    except (FileNotFoundError, NotADirectoryError):  # no file, or no folder that could hold one
         return None
     try:
         if lock_descriptor(descriptor, blocking=False):

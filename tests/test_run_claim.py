@@ -150,3 +150,10 @@ def test_a_claim_file_that_is_no_regular_file_is_one_error_at_once(make, what, t
         signal.signal(signal.SIGALRM, previous)
     assert os.path.lexists(tmp_path / LOCK_FILE)
     assert Path('/etc/hostname').read_text().strip()  # a link's target is left as it was
+
+
+def test_a_work_dir_that_does_not_exist_or_is_a_file_is_free(tmp_path):
+    """The tools check the work dir before they check it can be made: a path that is no folder yet holds no run."""
+    (tmp_path / 'a_file').touch()
+    for work_dir in (tmp_path / 'none', tmp_path / 'a_file'):
+        work_dir_claim(str(work_dir)).check_free()
