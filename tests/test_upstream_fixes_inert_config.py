@@ -97,8 +97,8 @@ def test_the_runner_guards_a_loader_registered_after_the_guard(tmp_path, trap, m
 
 
 @pytest.mark.parametrize('content, reason', [
-    (None, 'no such file'), (b'', 'the file is empty (0 bytes)'),
-    (b'junk\n', "it is neither a zip archive nor a pickle (it starts with b'junk\\n')")])
+    (None, '--resume checkpoint not found: {path}'), (b'', '--resume {path}: the file is empty (0 bytes)'),
+    (b'junk\n', "--resume {path}: it is neither a zip archive nor a pickle (it starts with b'junk\\n')")])
 def test_a_resume_file_that_is_no_checkpoint_is_one_line_before_the_log(content, reason, tmp_path):
     """mmdet's and mmseg's launchers pass ``--resume FILE`` to the runner unchecked."""
     path = tmp_path / 'resume.pth'
@@ -106,12 +106,12 @@ def test_a_resume_file_that_is_no_checkpoint_is_one_line_before_the_log(content,
         path.write_bytes(content)
     with pytest.raises(SystemExit) as exited:
         OwnWorkDirRunner(model=TinyModel(), work_dir=str(tmp_path / 'work'), load_from=str(path), resume=True)
-    assert exited.value.code == f'error: --resume {path}: {reason}; give a checkpoint this run wrote'
+    assert exited.value.code == f'error: {reason.format(path=path)}; give a checkpoint this run wrote'
     assert not (tmp_path / 'work').exists()
 
 
 @pytest.mark.parametrize('name, content, reason', [
-    ('load.pth', None, 'load_from {path}: no such file'),
+    ('load.pth', None, 'load_from checkpoint not found: {path}'),
     ('load.pth', b'', 'load_from {path}: the file is empty (0 bytes)'),
     ('load.safetensors', b'junk\n',
      "load_from: {path} is not a readable safetensors file: it has no safetensors header (it starts with b'junk\\n')")])

@@ -32,13 +32,13 @@ import os.path as osp
 import torch
 from mmengine.config import Config
 
+from mmrmt.engine import work_dir_claim
 from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
                          check_not_an_input, check_run_checkpoint, check_writable, config_model_specs,
                          dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase)
 from mmrmt.utils.amp import amp_dtype
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
                                         is_detection, prediction_out_claimed)
-from mmrmt.utils.run_work_dir import check_work_dir_unused, use_own_work_dir_runner
 from mmrmt.utils.test_time_aug import use_test_time_aug
 
 
@@ -97,7 +97,7 @@ def main() -> None:
               *dataloader_inputs(cfg, ['test_dataloader'])]
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
     check_not_an_input(cfg.work_dir, '--work-dir', inputs)
-    check_work_dir_unused(cfg.work_dir)
+    work_dir_claim(cfg.work_dir).check_free()  # a busy work dir before the other checks read its files
     check_prediction_out(cfg, args.out, args.force, inputs)
     if args.show_dir:
         check_writable(args.show_dir, '--show-dir', is_dir=True)
@@ -109,7 +109,6 @@ def main() -> None:
     if args.show or args.show_dir:
         enable_visualization(cfg, args)
     cfg.load_from = args.checkpoint
-    use_own_work_dir_runner(cfg)
     with prediction_out_claimed(cfg, args.out):
         runner = build_runner(cfg)
         add_prediction_dump(runner, cfg, args.out, args.force)

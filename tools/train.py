@@ -26,14 +26,14 @@ from typing import Optional, Tuple
 
 from mmengine.config import Config
 
+from mmrmt.engine import work_dir_claim
 from mmrmt.engine.own_checkpoint import checkpoint_out_dir
-from mmrmt.utils import (add_resume_rng_hook, build_runner, check_dataloader_paths, check_evaluator_files,
-                         check_not_an_input, check_pretrained_checkpoints, check_run_checkpoint, check_writable,
-                         config_model_specs, dataloader_inputs, latest_checkpoint, load_run_config, parse_launch_args,
-                         run_main, run_phase)
+from mmrmt.utils import (build_runner, check_dataloader_paths, check_evaluator_files, check_not_an_input,
+                         check_pretrained_checkpoints, check_run_checkpoint, check_writable, config_model_specs,
+                         dataloader_inputs, latest_checkpoint, load_run_config, parse_launch_args, run_main, run_phase)
 from mmrmt.utils.amp import use_amp_optim_wrapper
 from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
-from mmrmt.utils.run_work_dir import check_no_earlier_run, check_work_dir_unused, use_own_work_dir_runner
+from mmrmt.utils.run_work_dir import check_no_earlier_run
 
 
 def parse_args() -> argparse.Namespace:
@@ -78,7 +78,7 @@ def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[s
 def main() -> None:
     args = parse_args()
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
-    check_work_dir_unused(cfg.work_dir)
+    work_dir_claim(cfg.work_dir).check_free()  # a busy work dir before the other checks read its files
     if args.amp:
         use_amp_optim_wrapper(cfg)
     if args.auto_scale_lr:
@@ -100,8 +100,6 @@ def main() -> None:
         evaluators.append('val_evaluator')
     check_dataloader_paths(cfg, loaders)
     check_evaluator_files(cfg, evaluators)
-    add_resume_rng_hook(cfg)
-    use_own_work_dir_runner(cfg)
     run_phase(build_runner(cfg), 'train')
 
 

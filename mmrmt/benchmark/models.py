@@ -7,8 +7,8 @@ from typing import Optional, Tuple
 import numpy as np
 import torch
 
-from mmrmt.models import backbones
 from mmrmt.deployment.export import random_proposals
+from mmrmt.models import backbones
 from mmrmt.utils import build_seeded_model, read_config
 from .contenders import backbone_type, parse_backbone, takes_impl
 from .upstream_rest import load_upstream_module

@@ -5,12 +5,10 @@ tools' layer. ``import mmrmt`` does not import it (it loads mmcv's ops)."""
 from .cpu_amp_optim_wrapper import CPUAmpOptimWrapper
 from .float32_cpu_kernels_hook import Float32CPUKernelsHook
 from .own_checkpoint import own_last_checkpoint
-from .own_work_dir_runner import OwnWorkDirRunner
+from .own_work_dir_runner import OwnWorkDirRunner, work_dir_claim
 from .resume_rng_hook import ResumeRNGHook
-from .work_dir_lock import WorkDirBusyError, WorkDirLock, check_work_dir_free
 
 __all__ = [
     'CPUAmpOptimWrapper', 'Float32CPUKernelsHook',
-    'own_last_checkpoint', 'OwnWorkDirRunner', 'ResumeRNGHook', 'WorkDirBusyError', 'WorkDirLock',
-    'check_work_dir_free'
+    'own_last_checkpoint', 'OwnWorkDirRunner', 'ResumeRNGHook', 'work_dir_claim'
 ]

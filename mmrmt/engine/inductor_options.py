@@ -8,18 +8,20 @@ torch.compile takes Inductor's config values by name (``freezing=True``,
 refuses an unknown name, or a value of another type, with a traceback that
 lists all of its several hundred options.
 """
-import difflib
 import inspect
 import typing
 from typing import Any, Iterable, Mapping, Optional
 
 import torch
 
+from mmrmt.models.backbones.arch import nearest_name
+
 
 def nearest_hint(name: str, known: Iterable[str]) -> str:
-    """``'; did you mean NEAREST?'`` for the known name nearest to ``name``, empty if none is near."""
-    nearest = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f'; did you mean {nearest[0]}?' if nearest else ''
+    """``'; did you mean NEAREST?'`` for the known name nearest to ``name`` (:func:`nearest_name`), empty
+    if none is near."""
+    nearest = nearest_name(name, known)
+    return f'; did you mean {nearest}?' if nearest else ''
 
 
 def inductor_option_problem(name: str, value: Any) -> Optional[str]:

@@ -12,12 +12,20 @@ from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.atomic_file import remove_leftover_temporaries, replaced_atomically
 from mmrmt.checkpoint import checkpoint_file_problem, is_remote, load_weights_only, read_checkpoint
+from mmrmt.run_claim import ClaimError, RunClaim
 from mmrmt.upstream_fixes import is_readable_safetensors, make_checkpoint_inert
 from .inductor_options import compile_setting_problem
 from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, keep_checkpoint_paths_own,
                              own_last_checkpoint)
 from .resume_rng_hook import ResumeRNGHook
-from .work_dir_lock import WorkDirBusyError, WorkDirLock
+
+#: The file a run holds in its work dir (:mod:`mmrmt.run_claim`).
+LOCK_FILE = 'run.lock'
+
+
+def work_dir_claim(work_dir: str) -> RunClaim:
+    """The claim of ``work_dir`` by one run at a time: its ``run.lock``."""
+    return RunClaim(osp.join(work_dir, LOCK_FILE), f'work dir {work_dir} is in use', '--work-dir')
 
 
 def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
@@ -30,7 +38,8 @@ def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
     Remote paths (``scheme://``) are left to mmengine's loaders.
 
     Raises:
-        SystemExit: ``error: --resume|load_from FILE: <problem>; <fix>``.
+        SystemExit: ``error: --resume|load_from FILE: <problem>; <fix>`` (a missing one:
+            ``--resume|load_from checkpoint not found: FILE``, as the tools say it).
         CheckpointRefusedError: The file holds Python objects besides weights.
     """
     if not isinstance(load_from, str) or is_remote(load_from):
@@ -39,7 +48,7 @@ def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
                  ('load_from', 'give the path of a checkpoint file'))
     path = osp.expanduser(load_from)
     if not osp.isfile(path):
-        sys.exit(f'error: {role} {load_from}: no such file; {fix}')
+        sys.exit(f'error: {role} checkpoint not found: {load_from}; {fix}')  # the tools' wording
     if is_readable_safetensors(path):
         try:
             read_checkpoint(path)
@@ -72,12 +81,12 @@ class OwnWorkDirRunner(Runner):
 
     * **One run at a time.** Right after creating the work dir (and joining
       the process group of a distributed run), before writing anything, rank
-      0 takes the work dir's lock (see :mod:`mmrmt.engine.work_dir_lock`) and
-      tells the other ranks the outcome. A second run into the same work dir
-      ends there, each rank with status 1, rank 0 printing one line that
-      names the running one. A lock left by a killed run is taken over with
-      a warning in the log. ``train()``, ``val()`` and ``test()`` release it
-      when they end, also on errors.
+      0 claims the work dir (:func:`work_dir_claim`) and tells the other
+      ranks the outcome. A second run into the same work dir ends there,
+      each rank with status 1, rank 0 printing one line that names the
+      running one. A killed run's claim ends with its process.
+      ``train()``, ``val()`` and ``test()`` give it back when they end, also
+      on errors.
     * **Resume from its own checkpoints.** ``resume=True`` without
       ``load_from`` resumes from the checkpoint the work dir's
       ``last_checkpoint`` names, moved into the run's own checkpoint folder
@@ -111,7 +120,7 @@ class OwnWorkDirRunner(Runner):
         arguments = signature(Runner.__init__).bind(self, *args, **kwargs).arguments
         # resume=True without load_from: resume from the work dir's last checkpoint
         self._auto_resume = bool(arguments.get('resume')) and arguments.get('load_from') is None
-        self._work_dir_lock: Optional[WorkDirLock] = None
+        self._work_dir_claim: Optional[RunClaim] = None
         self._holds_work_dir = False
         self._notes: List[str] = []  # for the log, once it exists
         check_checkpoint_to_load(arguments.get('load_from'), bool(arguments.get('resume')))
@@ -123,7 +132,7 @@ class OwnWorkDirRunner(Runner):
             raise
 
     def setup_env(self, env_cfg: dict) -> None:
-        """mmengine's setup (process group, timestamp), then the work dir's lock, the removal of
+        """mmengine's setup (process group, timestamp), then the work dir's claim, the removal of
         checkpoints a killed run left half-written and, for an automatic resume, the checkpoint to
         resume from: before anything is written."""
         super().setup_env(env_cfg)
@@ -142,8 +151,7 @@ class OwnWorkDirRunner(Runner):
                 self._note(moved)
 
     def build_logger(self, *args, **kwargs) -> MMLogger:
-        """mmengine's logger, its first lines telling of a lock taken over from an ended
-        run and of a ``last_checkpoint`` moved into the run's folder."""
+        """mmengine's logger, its first lines telling of a ``last_checkpoint`` moved into the run's folder."""
         logger = super().build_logger(*args, **kwargs)
         for note in self._notes:
             logger.warning(note)
@@ -201,7 +209,7 @@ class OwnWorkDirRunner(Runner):
                             f'was left, and {kept}')
 
     def _in_own_work_dir(self, phase: Callable[[], Any]) -> Any:
-        """Run ``phase`` holding the work dir's lock, released afterwards."""
+        """Run ``phase`` holding the work dir's claim, given back afterwards."""
         if not self._holds_work_dir:
             self._claim_work_dir()
         try:
@@ -210,29 +218,25 @@ class OwnWorkDirRunner(Runner):
             self._release_work_dir()
 
     def _claim_work_dir(self) -> None:
-        """Rank 0 takes the lock; every rank learns whether it got it (no rank waits on one
+        """Rank 0 claims the work dir; every rank learns whether it got it (no rank waits on one
         that has left) and, if not, ends the process."""
         refusal = [None]
         if self.rank == 0:
-            self._work_dir_lock = WorkDirLock(self.work_dir)
+            self._work_dir_claim = work_dir_claim(self.work_dir)
             try:
-                self._work_dir_lock.acquire()
-            except WorkDirBusyError as error:
+                self._work_dir_claim.take()
+            except ClaimError as error:
                 refusal = [str(error)]
             except OSError as error:  # e.g. a read-only work dir: every rank must learn it
-                refusal = [f'cannot create {self._work_dir_lock.path}: {error.strerror}']
-            stale = self._work_dir_lock.taken_over
-            if stale is not None:
-                self._note(f'took over {self._work_dir_lock.path}: the run that held it '
-                           f'({stale.describe()}) no longer exists')
+                refusal = [f'cannot create {self._work_dir_claim.path}: {error.strerror}']
         broadcast_object_list(refusal)
         if refusal[0] is not None:
             self._exit_with(refusal[0])
         self._holds_work_dir = True
 
     def _release_work_dir(self) -> None:
-        if self._work_dir_lock is not None:
-            self._work_dir_lock.release()
+        if self._work_dir_claim is not None:
+            self._work_dir_claim.give_back()
         self._holds_work_dir = False
 
     def _note(self, message: str) -> None:

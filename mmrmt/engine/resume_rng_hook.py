@@ -117,7 +117,7 @@ class ResumeRNGHook(Hook):
     registers one itself unless the config's ``custom_hooks`` name it, so a
     user config that sets its own ``custom_hooks`` keeps it; a config run by
     another runner gets it from ``custom_hooks=[dict(type='ResumeRNGHook')]``
-    (``configs/_base_/mmrmt_runtime.py``; our tools add it when missing).
+    (``configs/_base_/mmrmt_runtime.py``).
     """
 
     priority = 'VERY_LOW'

@@ -15,7 +15,7 @@ from .preflight import (PreflightError, check_dataloader_paths, check_evaluator_
                         file_errors_as_tool_errors)
 from .run_checkpoint import (check_pretrained_checkpoints, check_run_checkpoint, config_model_specs, latest_checkpoint,
                              read_run_checkpoint)
-from .run_config import add_resume_rng_hook, build_runner, load_run_config, parse_launch_args, run_phase
+from .run_config import build_runner, load_run_config, parse_launch_args, run_phase
 from .sync_bn import revert_sync_bn_when_single
 from .tool_main import run_main
 
@@ -27,6 +27,6 @@ __all__ = [
     'PreflightError', 'check_dataloader_paths', 'check_evaluator_files', 'check_new_file', 'check_not_an_input',
     'dataloader_inputs',
     'check_writable', 'check_pretrained_checkpoints', 'check_run_checkpoint', 'config_model_specs',
-    'latest_checkpoint', 'read_run_checkpoint', 'add_resume_rng_hook', 'build_runner',
+    'latest_checkpoint', 'read_run_checkpoint', 'build_runner',
     'load_run_config', 'parse_launch_args', 'run_phase', 'revert_sync_bn_when_single', 'run_main'
 ]

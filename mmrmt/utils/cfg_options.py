@@ -21,7 +21,6 @@ fails deep inside it. Here each override is checked against the config:
 Whether the model still builds is checked by :func:`mmrmt.utils.build_cpu_model`.
 """
 import argparse
-import difflib
 import inspect
 from typing import Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -30,7 +29,8 @@ from mmengine.registry import (DATASETS, EVALUATOR, HOOKS, LOG_PROCESSORS, LOOPS
                                OPTIMIZERS, PARAM_SCHEDULERS, TRANSFORMS, VISBACKENDS, VISUALIZERS, DefaultScope)
 from mmengine.runner import Runner
 
-from mmrmt.models.backbones.arch import NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, ArgKind, check_arg
+from mmrmt.models.backbones.arch import (NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, ArgKind, check_arg,
+                                         nearest_name)
 from .cfg_value import parse_value
 from .preflight import PreflightError
 
@@ -148,17 +148,11 @@ def constructor_arguments(cls: type) -> Optional[List[str]]:
     return None
 
 
-def nearest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> Optional[str]:
-    """The candidate closest to ``name`` (difflib's ratio at least ``cutoff``), if any."""
-    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=cutoff)
-    return matches[0] if matches else None
-
-
 def unknown_key_error(key: str, where: str, name: str, existing: Iterable[str], what: str) -> PreflightError:
     """The one line for a key part ``name`` that ``where`` does not have, with the
     nearest of its ``existing`` keys (or the first few, when none is near)."""
     known = sorted(set(existing) - {'type', 'self'})
-    close = nearest(name, known)
+    close = nearest_name(name, known)
     if close:
         hint = f'; the nearest is {where + "." if where else ""}{close}'
     else:
@@ -207,7 +201,7 @@ def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str] = ())
             if part in RUN_SETTINGS:
                 return  # a setting the runner reads, which the config leaves at its default
             raise unknown_key_error(key, where, part, [*node, *RUN_SETTINGS], 'the config')
-        if depth == len(parts) - 1 and nearest(part, node, TYPO_CUTOFF) is None:
+        if depth == len(parts) - 1 and nearest_name(part, node, TYPO_CUTOFF) is None:
             return  # a new setting of a plain dict, like none it has
         raise unknown_key_error(key, where, part, node, where)
 

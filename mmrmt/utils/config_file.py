@@ -7,7 +7,7 @@ a traceback.
 import ast
 import os.path as osp
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Union
 
 from mmengine.config import Config
 
@@ -30,51 +30,29 @@ def local_bases(tree: ast.Module, file: str) -> List[str]:
     return []
 
 
-def find_syntax_error(path: str) -> Optional[SyntaxError]:
-    """The first syntax error in ``path`` or the local files of its ``_base_`` chain.
+def base_problem(path: str) -> Union[List[str], SyntaxError, None]:
+    """The first circle of local ``_base_`` files from ``path`` (a file repeated at its end; mmengine would
+    recurse until Python's recursion limit), or else the first syntax error in them, or None.
 
     The files are parsed, not run, so a broken one cannot hide the others.
     """
-    pending = [path]
-    while pending:
-        current = pending.pop()
-        try:
-            tree = ast.parse(Path(current).read_text(), filename=current)
-        except SyntaxError as error:
-            return error
-        except OSError:
-            continue
-        pending += local_bases(tree, current)
-    return None
-
-
-def base_cycle(path: str) -> Optional[List[str]]:
-    """The first circle of local ``_base_`` files from ``path`` (a file repeated at its end), if any.
-
-    mmengine would recurse until Python's recursion limit.
-    """
-    def visit(current: str, chain: List[str]) -> Optional[List[str]]:
+    def visit(current: str, chain: List[str]) -> Union[List[str], SyntaxError, None]:
         if current in chain:
             return chain[chain.index(current):] + [current]
         try:
             tree = ast.parse(Path(current).read_text(), filename=current)
-        except (SyntaxError, OSError, ValueError):  # reported by mmengine, or by find_syntax_error
+        except SyntaxError as error:
+            return error
+        except (OSError, ValueError):  # reported by mmengine
             return None
+        found = None
         for base in local_bases(tree, current):
-            found = visit(base, chain + [current])
-            if found:
-                return found
-        return None
+            problem = visit(base, chain + [current])
+            if isinstance(problem, list):
+                return problem
+            found = found or problem
+        return found
     return visit(osp.normpath(osp.abspath(path)), [])
-
-
-def config_error(path: str, error: Exception) -> PreflightError:
-    """The one-line error for a config that mmengine could not load: which file, why."""
-    located = find_syntax_error(path) if isinstance(error, SyntaxError) else None
-    if located is not None:
-        return PreflightError(f'syntax error in config {located.filename}, line {located.lineno}: '
-                              f'{located.msg}')
-    return PreflightError(f'config {path} could not be loaded: {one_line_reason(error)}')
 
 
 def read_config(path: str) -> Config:
@@ -91,11 +69,14 @@ def read_config(path: str) -> Config:
                              + (f', e.g. {examples[0]}' if examples else ''))
     if not osp.isfile(path):
         raise PreflightError(f'config file not found: {path}')
-    cycle = base_cycle(path)
-    if cycle:
-        raise PreflightError(f'config {path}: its _base_ files are circular ({" -> ".join(cycle)}); '
-                             f'remove the _base_ entry of {cycle[-2]} that names {cycle[-1]}')
+    problem = base_problem(path)
+    if isinstance(problem, list):
+        raise PreflightError(f'config {path}: its _base_ files are circular ({" -> ".join(problem)}); '
+                             f'remove the _base_ entry of {problem[-2]} that names {problem[-1]}')
     try:
         return Config.fromfile(path)
     except Exception as error:  # a config is Python: it can raise anything
-        raise config_error(path, error) from error
+        if isinstance(error, SyntaxError) and problem is not None:
+            raise PreflightError(f'syntax error in config {problem.filename}, line {problem.lineno}: '
+                                 f'{problem.msg}') from error
+        raise PreflightError(f'config {path} could not be loaded: {one_line_reason(error)}') from error

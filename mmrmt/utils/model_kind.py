@@ -14,7 +14,7 @@ instance-segmentation ones (also ``masks``) convert only models without, and
 with, a mask head.
 """
 import os.path as osp
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 from mmengine.config import Config
 
@@ -24,6 +24,20 @@ from .preflight import PreflightError
 #: What each kind is called in messages.
 KIND_NAMES = dict(two_stage='two-stage detector', single_stage='single-stage detector', segmentor='segmentor',
                   backbone='backbone')
+#: The kinds that are detectors.
+DETECTORS = ('two_stage', 'single_stage')
+
+
+def model_kind(model: Any) -> Optional[str]:
+    """'two_stage', 'single_stage' or 'segmentor', read from the heads of a config's ``model`` dict or of
+    a built model alike; None for another model (a backbone, a classifier)."""
+    def has(head: str) -> bool:
+        return (model.get(head) if isinstance(model, Mapping) else getattr(model, head, None)) is not None
+    if has('rpn_head') and has('roi_head'):
+        return 'two_stage'
+    if has('bbox_head'):
+        return 'single_stage'
+    return 'segmentor' if has('decode_head') else None
 
 
 def graph_model_kind(path: str) -> Optional[str]:
@@ -45,15 +59,10 @@ def graph_model_kind(path: str) -> Optional[str]:
 
 
 def config_model_kind(cfg: Config) -> Optional[str]:
-    """The same kinds from the config's ``model`` (None for another model)."""
+    """The same kinds from the config's ``model`` (:func:`model_kind`; None for another model)."""
     model = cfg.get('model') or {}
-    if model.get('rpn_head') and model.get('roi_head'):
-        return 'two_stage+masks' if model['roi_head'].get('mask_head') else 'two_stage'
-    if model.get('bbox_head'):
-        return 'single_stage'
-    if model.get('decode_head'):
-        return 'segmentor'
-    return None
+    kind = model_kind(model)
+    return 'two_stage+masks' if kind == 'two_stage' and model['roi_head'].get('mask_head') else kind
 
 
 def describe(kind: str) -> str:

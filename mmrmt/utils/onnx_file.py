@@ -10,6 +10,7 @@ import os.path as osp
 from pathlib import Path
 from typing import Iterator, Tuple
 
+from mmrmt.checkpoint import one_line_reason
 from .preflight import PreflightError
 
 #: How files that are not ONNX models start, and what they are.
@@ -58,12 +59,6 @@ def external_data_problem(path: str, model) -> str:
     return ''
 
 
-def first_line(error: Exception) -> str:
-    """The first line of an error's message (at most 120 characters), or its type."""
-    text = str(error).strip()
-    return text.splitlines()[0][:120] if text else type(error).__name__
-
-
 def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = False) -> None:
     """Fail unless ``path`` is an ONNX model a tool may open, and onnx/onnxruntime are installed.
 
@@ -98,7 +93,7 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
     try:
         model = onnx.load(path, load_external_data=False)
     except Exception as error:  # onnx raises DecodeError and others for a file that is no model
-        raise PreflightError(broken.format(first_line(error))) from None
+        raise PreflightError(broken.format(one_line_reason(error))) from None
     problem = external_data_problem(path, model)
     if problem:
         raise PreflightError(f'{role} {path}: {problem}; onnxruntime reads external data only from files in '
@@ -106,7 +101,7 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
     try:
         onnx.checker.check_model(path)  # by path: external data is found beside the model
     except Exception as error:  # ValidationError for a graph cut short, and others
-        raise PreflightError(broken.format(first_line(error))) from None
+        raise PreflightError(broken.format(one_line_reason(error))) from None
     outputs = [value.name for value in model.graph.output]
     if whole_model and outputs and all(name.startswith(BACKBONE_OUTPUT_PREFIX) for name in outputs):
         raise PreflightError(f'{role} {path} is a backbone-only graph (outputs {", ".join(outputs[:4])}); '

@@ -9,12 +9,14 @@ atomically); a segmentor's label maps to a folder (mmseg's ``IoUMetric``
 (:func:`add_prediction_dump`).
 """
 import argparse
+import os
+import os.path as osp
 from contextlib import contextmanager
 from typing import Iterator, List, Optional, Tuple
 
 from mmengine.config import Config
 
-from .output_claim import claimed
+from mmrmt.run_claim import RunClaim
 from .output_guard import check_new_file, check_not_an_input
 from .preflight import PreflightError, check_writable
 
@@ -55,16 +57,35 @@ def check_prediction_out(cfg: Config, out: Optional[str], force: bool, inputs: L
 
 @contextmanager
 def prediction_out_claimed(cfg: Config, out: Optional[str]) -> Iterator[None]:
-    """Within the block, ``--out`` is this run's (:func:`~mmrmt.utils.output_claim.claimed`) and a
-    segmentor's test evaluator writes its label maps there: build the runner and test inside."""
+    """Within the block, ``--out`` is this run's and a segmentor's test evaluator writes its label
+    maps there: build the runner and test inside.
+
+    The claim is ``.<name>.claim`` beside ``--out`` (:class:`~mmrmt.run_claim.RunClaim`), taken by
+    the process of rank 0 only (the one that writes it; torchrun's ``RANK``, slurm's
+    ``SLURM_PROCID``, known before the process group exists), so the ranks of one run do not
+    refuse each other.
+
+    Raises:
+        ClaimError: Another run writes ``--out``.
+    """
     if not out:
         yield
         return
     if not is_detection(cfg):
         cfg.test_evaluator.output_dir = out
         cfg.test_evaluator.keep_results = True
-    with claimed(out, '--out'):
+    if os.environ.get('RANK', os.environ.get('SLURM_PROCID', '0')) != '0':
         yield
+        return
+    os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)  # the output's folder, which the run would make anyway
+    with RunClaim(claim_path(out), f'--out {out} is being written', '--out'):
+        yield
+
+
+def claim_path(out: str) -> str:
+    """The claim file of ``--out``: ``.<name>.claim`` in its folder."""
+    folder, name = osp.split(osp.abspath(out))
+    return osp.join(folder, f'.{name}.claim')
 
 
 def add_prediction_dump(runner, cfg: Config, out: Optional[str], force: bool) -> None:

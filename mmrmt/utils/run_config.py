@@ -17,7 +17,7 @@ from mmengine.config import Config
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
-from mmrmt.engine import ResumeRNGHook
+from mmrmt.engine import OwnWorkDirRunner
 from .cfg_options import add_cfg_options, apply_cfg_options
 from .config_file import read_config
 from .preflight import PreflightError
@@ -71,7 +71,8 @@ def use_cpu_processes(cfg: Config) -> None:
 
 
 def build_runner(cfg: Config) -> Runner:
-    """The config's ``runner_type`` if it names one, else mmengine's Runner.
+    """The config's ``runner_type``, by default :class:`~mmrmt.engine.OwnWorkDirRunner` (one run a
+    work dir, its own ``ResumeRNGHook``; mmrmt's configs name it in ``configs/_base_/mmrmt_runtime.py``).
 
     A distributed run without CUDA joins its gloo process group here (from
     torchrun's environment variables) before the runner is built.
@@ -79,21 +80,9 @@ def build_runner(cfg: Config) -> Runner:
     if (cfg.get('launcher') == 'pytorch' and not torch.cuda.is_available()
             and not dist.is_initialized()):
         dist.init_process_group(backend=cfg.env_cfg.dist_cfg.backend)
-    if 'runner_type' in cfg:
-        return RUNNERS.build(cfg)
-    return Runner.from_cfg(cfg)
-
-
-def add_resume_rng_hook(cfg: Config) -> None:
-    """Name :class:`~mmrmt.engine.ResumeRNGHook` in ``custom_hooks`` unless it is there.
-
-    mmrmt's configs name it already (``configs/_base_/mmrmt_runtime.py``);
-    this gives a user's own config the same exact resume, without a second
-    copy of the hook.
-    """
-    hooks = list(cfg.get('custom_hooks') or [])
-    if not any(hook.get('type') in ('ResumeRNGHook', ResumeRNGHook) for hook in hooks):
-        cfg.custom_hooks = hooks + [dict(type='ResumeRNGHook')]
+    if 'runner_type' not in cfg:
+        cfg.runner_type = OwnWorkDirRunner.__name__
+    return RUNNERS.build(cfg)
 
 
 def parse_launch_args(parser: argparse.ArgumentParser) -> argparse.Namespace:

@@ -4,13 +4,15 @@ import warnings
 from typing import Callable
 
 from mmrmt.checkpoint import CheckpointRefusedError
+from mmrmt.run_claim import ClaimError
 from .preflight import PreflightError
 
 
 def run_main(main: Callable[[], object]) -> None:
-    """Run a tool's ``main()``; a :class:`PreflightError` or a refused checkpoint
-    (:class:`~mmrmt.checkpoint.CheckpointRefusedError`, wherever the run reads it) ends the
-    process with ``error: <message>`` on stderr (one line) and exit status 1.
+    """Run a tool's ``main()``; a :class:`PreflightError`, a refused checkpoint
+    (:class:`~mmrmt.checkpoint.CheckpointRefusedError`, wherever the run reads it) or a work dir
+    or output another run holds (:class:`~mmrmt.run_claim.ClaimError`) ends the process with
+    ``error: <message>`` on stderr (one line) and exit status 1.
 
     Any other exception is a bug and keeps its traceback. Tests call
     ``main(argv)`` directly and see the :class:`PreflightError` itself.
@@ -23,5 +25,5 @@ def run_main(main: Callable[[], object]) -> None:
     warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
     try:
         main()
-    except (PreflightError, CheckpointRefusedError) as error:
+    except (PreflightError, CheckpointRefusedError, ClaimError) as error:
         sys.exit(f'error: {error}')

@@ -12,7 +12,6 @@ mirrors the table (:func:`table_markdown`; a test keeps the two equal).
 """
 import errno
 import hashlib
-import json
 import os
 import pickle
 import runpy
@@ -20,7 +19,6 @@ import shutil
 import stat
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -29,8 +27,8 @@ import pytest
 import torch
 from PIL import Image
 
-from mmrmt.engine.work_dir_lock import LOCK_FILE, RunRecord, process_start
-from mmrmt.utils.output_claim import claim_path
+from mmrmt.engine.own_work_dir_runner import LOCK_FILE
+from mmrmt.utils.prediction_out import claim_path
 from helpers.images import blank_png
 from helpers.onnx_graphs import matmul_graph, relocated, two_stage_like_graph
 from tool_process import (DET_CONFIG, READ_BY_MMSEG_TOOLS, REPO, SEG_CONFIG, TEST_CONFIGS, det_data_options,
@@ -70,8 +68,6 @@ LOCKS = {
     'lock_fifo': 'is a named pipe (FIFO), not a lock file mmrmt wrote',
     'lock_folder': 'is a folder, not a lock file mmrmt wrote',
     'lock_dangling': 'which does not exist, not a lock file mmrmt wrote',
-    'lock_text_pid': 'JSON whose pid 12 is not a process id',
-    'lock_wide_pid': f'JSON whose pid {2 ** 70} is not a process id',
 }
 
 CHECKPOINTS = {
@@ -106,9 +102,6 @@ Row = Tuple[str, List[str], str]
 
 #: A checkpoint URL nothing answers (port 9, discard: refused at once, also offline).
 CHECKPOINT_URL = 'http://127.0.0.1:9/checkpoint.pth'
-
-#: The fields of a lock file other than the pid.
-LOCK_FIELDS = dict(host='h', started='s', command='c')
 
 
 def config_tools(config: str) -> Dict[str, List[str]]:
@@ -298,7 +291,6 @@ SCRIPT_ROWS = [
 LAUNCHER_ROWS = [
     pytest.param('mmdet', DET_CONFIG, 'lock_fifo'), pytest.param('mmdet', DET_CONFIG, 'lock_dangling'),
     pytest.param('mmseg', SEG_CONFIG, 'lock_folder', marks=READ_BY_MMSEG_TOOLS),
-    pytest.param('mmseg', SEG_CONFIG, 'lock_wide_pid', marks=READ_BY_MMSEG_TOOLS),
 ]
 
 ROWS = rows()
@@ -358,9 +350,7 @@ def bad(tmp_path_factory) -> Dict[str, str]:
         (images / f'{index}.jpg').write_bytes(b'\xff\xd8\xff\xe0 cut short')
     paths.update(images_unreadable=images, no_images=graphs)
     locks = {'lock_fifo': lambda path: os.mkfifo(path), 'lock_folder': lambda path: path.mkdir(),
-             'lock_dangling': lambda path: path.symlink_to(path.parent / 'gone.json'),
-             'lock_text_pid': lambda path: path.write_text(json.dumps(dict(LOCK_FIELDS, pid='12'))),
-             'lock_wide_pid': lambda path: path.write_text(json.dumps(dict(LOCK_FIELDS, pid=2 ** 70)))}
+             'lock_dangling': lambda path: path.symlink_to(path.parent / 'gone.json')}
     for name, make in locks.items():
         (folder / name).mkdir()
         make(folder / name / LOCK_FILE)
@@ -533,14 +523,16 @@ def test_no_tool_destroys_its_input_even_with_force(name, tool, args, expected, 
 
 def test_a_second_test_run_writing_the_same_out_refuses(user_files, monkeypatch, capsys):
     """Two tools/test.py --out same.pkl at once: the later one ends before it starts, the file
-    left to the first; once that run has ended, its claim is taken over."""
+    left to the first; once that run has been killed, its claim blocks nobody."""
     folder, out = Path(user_files['tmp']), Path(user_files['tmp']) / 'same.pkl'
     args = filled_args(['{det}', '{ck}', '--work-dir', '{tmp}/work', '--out', str(out), '--cfg-options', '{data}'],
                        user_files)
-    first = subprocess.Popen(['sleep', '600'])  # the run writing same.pkl, as its claim names it
+    hold = ('import sys, time; from mmrmt.run_claim import RunClaim; claim = RunClaim(sys.argv[1], "", ""); '
+            'claim.take(); print("held", flush=True); time.sleep(600)')
+    first = subprocess.Popen([sys.executable, '-c', hold, claim_path(str(out))], cwd=REPO, stdout=subprocess.PIPE,
+                             text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))  # the run writing same.pkl
     try:
-        record = dict(asdict(RunRecord.of_this_process()), pid=first.pid, pid_start=process_start(first.pid))
-        Path(claim_path(str(out))).write_text(json.dumps(record))
+        assert first.stdout.readline() == 'held\n'
         message = exit_message('test.py', args, monkeypatch, capsys)
         assert message.startswith(f'error: --out {out} is being written by another run (pid {first.pid} on ')
         assert message.endswith('wait for it to end, or choose another --out')

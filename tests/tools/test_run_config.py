@@ -1,21 +1,19 @@
-"""Config preparation shared by the tools: the RNG hook once, whichever config."""
+"""Config preparation shared by the tools: the RNG hook once, whichever config; the runner that
+keeps to its work dir (and registers that hook itself) unless the config names another."""
 from mmengine.config import Config
+from mmengine.registry import RUNNERS
 
-from mmrmt.utils import add_resume_rng_hook, load_run_config
+from mmrmt.utils import build_runner, load_run_config
 from tool_process import DET_CONFIG
 
 
-def test_our_configs_name_the_hook_and_the_tool_adds_no_second_one():
-    cfg = load_run_config(str(DET_CONFIG))
-    assert cfg.custom_hooks == [dict(type='ResumeRNGHook')]
-    add_resume_rng_hook(cfg)
-    assert cfg.custom_hooks == [dict(type='ResumeRNGHook')]
+def test_our_configs_name_the_hook_once():
+    assert load_run_config(str(DET_CONFIG)).custom_hooks == [dict(type='ResumeRNGHook')]
 
 
-def test_a_user_config_gets_the_hook_beside_its_own():
-    cfg = Config(dict(custom_hooks=[dict(type='EMAHook')]))
-    add_resume_rng_hook(cfg)
-    assert cfg.custom_hooks == [dict(type='EMAHook'), dict(type='ResumeRNGHook')]
-    bare = Config(dict())
-    add_resume_rng_hook(bare)
-    assert bare.custom_hooks == [dict(type='ResumeRNGHook')]
+def test_a_config_naming_no_runner_gets_the_own_work_dir_runner(monkeypatch):
+    built = []
+    monkeypatch.setattr(RUNNERS, 'build', lambda cfg: built.append(cfg.runner_type))
+    build_runner(Config(dict()))
+    build_runner(Config(dict(runner_type='Runner')))
+    assert built == ['OwnWorkDirRunner', 'Runner']

@@ -58,14 +58,10 @@ class TensorModeModel(nn.Module):
     def model_kind(model: nn.Module) -> str:
         """'backbone', 'two_stage', 'single_stage' or 'segmentor'; ValueError for anything else."""
         from mmrmt.models.backbones.base_backbone import PyramidBackbone
-        if isinstance(model, PyramidBackbone):
-            return 'backbone'
-        if hasattr(model, 'roi_head') and hasattr(model, 'rpn_head'):
-            return 'two_stage'
-        if hasattr(model, 'bbox_head'):
-            return 'single_stage'
-        if hasattr(model, 'decode_head'):
-            return 'segmentor'
+        from mmrmt.utils.model_kind import model_kind
+        kind = 'backbone' if isinstance(model, PyramidBackbone) else model_kind(model)
+        if kind is not None:
+            return kind
         raise ValueError(f'cannot export a {type(model).__name__} whole: only detectors with a '
                          'bbox_head or an RPN and RoI head, and segmentors with a decode_head '
                          '(or --backbone-only)')

@@ -66,10 +66,10 @@ class GraphPredictor:
                  precision: str = 'f32') -> None:
         import onnx
         self.model = model.eval()
-        self.kind = TensorModeModel.model_kind(model)
+        tensor_mode = TensorModeModel(model)
+        self.kind, expected = tensor_mode.kind, tensor_mode.input_names
         proto = onnx.load(path)
         inputs = [value.name for value in proto.graph.input]
-        expected = ['image', 'proposals'] if self.kind == 'two_stage' else ['image']
         if inputs != expected:
             raise GraphError(f'{path} takes inputs {inputs}; a whole {self.kind.replace("_", "-")} '
                              f'model graph takes {expected} (export it without --backbone-only)')

@@ -1,8 +1,9 @@
 """A backbone's variant: its settings from the ``arch`` argument (a name or a
 dict); and the checks of constructor arguments against the values they accept."""
+import difflib
 import math
 import numbers
-from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 
 class ArgKind(NamedTuple):
@@ -110,3 +111,10 @@ def check_heads_divide_dims(embed_dims: Sequence[int], num_heads: Sequence[int],
         if channels % heads:
             raise ValueError(f'{backbone}: embed_dims[{stage}]={channels} is not divisible by '
                              f'num_heads[{stage}]={heads}.')
+
+
+def nearest_name(name: str, names: Iterable[str], cutoff: float = 0.6) -> Optional[str]:
+    """The one of ``names`` nearest to a misspelt ``name`` (difflib's ratio at least ``cutoff``), if any:
+    the hint of every unknown-name error (backbone arguments, ``--cfg-options`` keys, Inductor options)."""
+    matches = difflib.get_close_matches(name, list(names), n=1, cutoff=cutoff)
+    return matches[0] if matches else None

@@ -1,5 +1,4 @@
 """Behaviour every mmrmt backbone shares: the options it takes, outputs, freezing, norm_eval, loading."""
-import difflib
 import functools
 import inspect
 import warnings
@@ -12,7 +11,7 @@ from torch.utils.checkpoint import checkpoint
 
 from mmrmt.checkpoint import load_pretrained
 from ..layers import check_norm_cfg, run_mode
-from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, check_arg
+from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, check_arg, nearest_name
 from .input_check import check_map_input
 
 #: Checkpoint names of mmengine's model zoos (ResNets, HRNets, ... of
@@ -298,5 +297,5 @@ def _nearest_argument_hint(kwargs: Mapping[str, Any], signature: inspect.Signatu
     unknown = next((keyword for keyword in kwargs if keyword not in signature.parameters), None)
     if unknown is None:
         return ''
-    close = difflib.get_close_matches(unknown, [name for name in signature.parameters if name != 'self'], n=1)
-    return f' (did you mean {close[0]!r}?)' if close else ''
+    close = nearest_name(unknown, [name for name in signature.parameters if name != 'self'])
+    return f' (did you mean {close!r}?)' if close else ''
