@@ -30,11 +30,13 @@ def replaced_classes(eager: BackboneImplementation, form: BackboneImplementation
             if getattr(eager, field.name) is not getattr(form, field.name)}
 
 
-#: Each eager class with an export form, to that form.
+#: Each eager class with an export form, to that form (RMT's FlexAttention MaSA to the fast one's).
 EXPORT_FORMS: Dict[type, type] = {**replaced_classes(RMT_IMPLEMENTATIONS['fast'], RMT_EXPORT_IMPLEMENTATION),
+                                  **replaced_classes(RMT_IMPLEMENTATIONS['flex'], RMT_EXPORT_IMPLEMENTATION),
                                   **replaced_classes(REST_IMPLEMENTATIONS['fast'], REST_EXPORT_IMPLEMENTATION)}
 #: Each eager class with a traced form, to that form.
 TRACED_FORMS: Dict[type, type] = {**replaced_classes(RMT_IMPLEMENTATIONS['fast'], RMT_TRACED_IMPLEMENTATION),
+                                  **replaced_classes(RMT_IMPLEMENTATIONS['flex'], RMT_TRACED_IMPLEMENTATION),
                                   **replaced_classes(REST_IMPLEMENTATIONS['fast'], REST_TRACED_IMPLEMENTATION)}
 
 

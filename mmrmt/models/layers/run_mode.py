@@ -106,15 +106,15 @@ def torch_exports() -> bool:
     return torch.compiler._is_exporting_flag or (torch.compiler.is_compiling() and _dynamo_traces_an_export())
 
 
-def _records_graph() -> bool:
+def records_graph() -> bool:
     """True while ``torch.jit.trace``, ONNX export (either exporter) or ``torch.export`` records the forward."""
     return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch_exports()
 
 
 def keeps_autograd() -> bool:
     """True while autograd records the forward for a backward of it: grad is enabled
-    (``torch.is_grad_enabled()``) and no graph is recorded (see :func:`_records_graph`)."""
-    return torch.is_grad_enabled() and not _records_graph()
+    (``torch.is_grad_enabled()``) and no graph is recorded (see :func:`records_graph`)."""
+    return torch.is_grad_enabled() and not records_graph()
 
 
 @torch.compiler.assume_constant_result  # dynamo of torch 2.7 cannot trace the call: it calls it as it traces
@@ -138,7 +138,7 @@ def chunks_cpu_inference(x: torch.Tensor, training: bool) -> bool:
 
     True for eval-mode inference on the CPU without autograd, run eagerly (see the module's matrix).
     """
-    return not (training or torch.is_grad_enabled() or x.device.type != 'cpu' or _records_graph())
+    return not (training or torch.is_grad_enabled() or x.device.type != 'cpu' or records_graph())
 
 
 def inference_chunk_images(bytes_per_image: int) -> int:

@@ -11,8 +11,9 @@ from helpers.backbones import REST_TINY, RMT_TINY
 from helpers.rounding import assert_within_low_precision
 
 #: Decomposed and full MaSA (short sequences: eager inference attends them with GEMMs); ResT's single head
-#: and mixed heads (eagerly an autograd Function).
-BACKBONES = {'rmt': dict(type='RMT', arch=RMT_TINY), 'rest': dict(type='ResT', arch=REST_TINY)}
+#: and mixed heads (eagerly an autograd Function); RMT's FlexAttention form traces as the fast one.
+BACKBONES = {'rmt': dict(type='RMT', arch=RMT_TINY), 'rmt-flex': dict(type='RMT', arch=RMT_TINY, impl='flex'),
+             'rest': dict(type='ResT', arch=REST_TINY)}
 
 
 @pytest.mark.parametrize('name', list(BACKBONES))
