@@ -152,7 +152,7 @@ def test_bad_arguments_are_clear_errors():
                         '--mode', 'infer', '--repeats', '1'])
     assert unknown.returncode == 1 and 'Traceback' not in unknown.stderr
     assert unknown.stderr.strip().splitlines()[-1].startswith(
-        "error: flash failed: ValueError: RMT: impl must be one of ('fast', 'reference')")
+        "error: flash failed: ValueError: RMT: impl must be one of ('fast', 'flex', 'reference')")
 
 
 #: Put first on a process's path (and its workers', which inherit the environment):

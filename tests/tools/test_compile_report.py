@@ -23,9 +23,30 @@ def test_report_of_a_small_backbone():
     graphs = re.fullmatch(r'graphs (\d+), graph breaks (\d+)', lines[1])
     assert graphs and int(graphs[1]) >= 1 and int(graphs[2]) == len(
         [line for line in lines if line.startswith('  break: ')])
-    assert any(re.fullmatch(r'compile time -?\d+\.\d s \(first compiled iteration less an eager one\)', line)
-               for line in lines)
-    assert re.fullmatch(r'eager \d+\.\d{3} s, compiled \d+\.\d{3} s: \d+\.\d{2}x \(medians of 1\)', lines[-1])
+    assert any(re.fullmatch(r'compiled: compile time -?\d+\.\d s \(first compiled iteration less an eager one\)',
+                            line) for line in lines)
+    assert re.fullmatch(r'eager \d+\.\d{3} s, peak \+\d+ MiB \(median of 1\)', lines[-2])
+    assert re.fullmatch(r'compiled \d+\.\d{3} s, peak \+\d+ MiB: \d+\.\d{2}x eager \(median of 1\)', lines[-1])
+
+
+def test_impls_are_each_compiled_against_the_first_ones_eager_run(monkeypatch, capsys):
+    """--impls fast flex: RMT's fast form eager and compiled, its FlexAttention form compiled, in one run."""
+    compiled = []
+
+    def record(model, **kwargs):
+        compiled.append(type(model.layers[0].blocks[0].retention).__name__)
+        return model
+
+    monkeypatch.setattr(torch, 'compile', record)
+    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rmt-t', '--shape', '32', '32', '--repeats', '1',
+                                      '--impls', 'fast', 'flex'])
+    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
+    assert compiled == ['FastManhattanSelfAttention', 'FlexManhattanSelfAttention']
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith(', impls fast flex')
+    assert [line.split(' s, ')[0].rsplit(' ', 1)[0] for line in lines[-3:]] == [
+        'eager fast', 'compiled fast', 'compiled flex']
+    assert lines[-1].endswith('x eager fast (median of 1)')
 
 
 def test_options_reach_torch_compile(monkeypatch, capsys):

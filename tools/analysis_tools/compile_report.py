@@ -2,10 +2,15 @@
 
     python tools/analysis_tools/compile_report.py --backbone rmt-t [--batch 16] [--shape 224 224]
         [--mode infer|train] [--amp none|bf16] [--repeats 5] [--threads N] [--options KEY=VALUE ...]
+        [--impls IMPL ...]
 
 It prints dynamo's graph count and graph breaks for the forward (``torch._dynamo.explain``), the
 compile time (the first compiled iteration less an eager one), and the median seconds of eager
-and compiled iterations, interleaved one by one after a warm-up of each. ``infer``: the forward
+and compiled iterations, interleaved one by one after a warm-up of each, with each one's peak
+memory (the growth of the resident set's high-water mark over one more iteration; CUDA is not
+used). ``--impls``: the backbone's implementations to compile, each against the first one's eager
+run (e.g. ``--impls fast flex``: RMT's fast form, eager and compiled, and its FlexAttention form
+compiled); the backbone's default one without it. ``infer``: the forward
 without autograd; ``train``: forward and backward of the features' mean square. ``--amp bf16``:
 both under CPU bf16 autocast (refused on CPUs without native bf16, as the tools' ``--amp``).
 ``--options``: Inductor options of ``torch.compile(options=...)``, e.g. ``freezing=True`` (weights folded
@@ -14,6 +19,8 @@ the model's memory layout); a config's training step takes them as ``compile =
 dict(options=dict(layout_optimization=False))`` (mmengine passes the dict to torch.compile).
 """
 import argparse
+import ctypes
+import ctypes.util
 import statistics
 import time
 from contextlib import nullcontext
@@ -23,6 +30,7 @@ import torch
 
 from mmrmt.benchmark.checks import check_backbone, check_threads
 from mmrmt.benchmark.compile_options import format_compile_options, parse_compile_options
+from mmrmt.benchmark.memory import peak_baseline, peak_now
 from mmrmt.benchmark.models import build_backbone
 from mmrmt.utils import PreflightError, check_input_size, run_main
 from mmrmt.utils.amp import amp_dtype
@@ -39,13 +47,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--threads', type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument('--options', nargs='+', default=[], metavar='KEY=VALUE',
                         help="Inductor options of torch.compile(options=...), e.g. 'freezing=True'")
+    parser.add_argument('--impls', nargs='+', default=[None], metavar='IMPL',
+                        help="the backbone's implementations to compile, e.g. 'fast flex' (default: its default)")
     args = parser.parse_args(argv)
     args.options = parse_compile_options(args.options)
     if args.batch < 1 or args.repeats < 1 or min(args.shape) < 32:
         raise PreflightError('--batch and --repeats must be at least 1, --shape at least 32 32')
     check_input_size(*args.shape, 'compile')
     check_threads(args.threads)
-    check_backbone(args.backbone, [None])
+    check_backbone(args.backbone, args.impls)
     if args.amp == 'bf16':
         amp_dtype('cpu')
     return args
@@ -68,34 +78,57 @@ def seconds(run: Callable[[], None]) -> float:
     return time.perf_counter() - start
 
 
+def peak_mib(run: Callable[[], None]) -> float:
+    """How far one call of ``run`` lifts the process's resident-set high-water mark, in MiB: the heap's
+    free memory handed back to the system first (glibc's ``malloc_trim``), so that what earlier runs
+    freed does not hide this one's peak."""
+    ctypes.CDLL(ctypes.util.find_library('c')).malloc_trim(0)
+    baseline = peak_baseline('cpu')
+    run()
+    return max(0, peak_now('cpu') - baseline) / 2**20
+
+
+def label(kind: str, impl: Optional[str]) -> str:
+    """'eager' or 'compiled', with the implementation where one is named."""
+    return kind if impl is None else f'{kind} {impl}'
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    model = build_backbone(args.backbone, None).train(args.mode == 'train')
-    images = torch.randn(args.batch, 3, *args.shape)
     print(f'# {args.backbone}: batch {args.batch}, input {args.shape[0]}x{args.shape[1]}, {args.mode}, '
           f'amp {args.amp}, threads {torch.get_num_threads()}, torch {torch.__version__}'
-          + (f', options {format_compile_options(args.options)}' if args.options else ''))
-    with torch.no_grad() if args.mode == 'infer' else nullcontext():
-        explanation = torch._dynamo.explain(model)(images)
-    print(f'graphs {explanation.graph_count}, graph breaks {explanation.graph_break_count}')
-    for reason in explanation.break_reasons:
-        print(f'  break: {reason.reason}')
-    torch._dynamo.reset()
-    eager = iteration(model, images, args.mode, args.amp)
-    compiled = iteration(torch.compile(model, options=args.options or None), images, args.mode, args.amp)
+          + (f', options {format_compile_options(args.options)}' if args.options else '')
+          + (f', impls {" ".join(args.impls)}' if args.impls != [None] else ''))
+    images = torch.randn(args.batch, 3, *args.shape, generator=torch.Generator().manual_seed(0))
+    runs = {}
+    for impl in args.impls:
+        torch.manual_seed(0)
+        model = build_backbone(args.backbone, impl).train(args.mode == 'train')
+        with torch.no_grad() if args.mode == 'infer' else nullcontext():
+            explanation = torch._dynamo.explain(model)(images)
+        print(f'{label("graphs", impl)} {explanation.graph_count}, graph breaks {explanation.graph_break_count}')
+        for reason in explanation.break_reasons:
+            print(f'  break: {reason.reason}')
+        torch._dynamo.reset()
+        if not runs:
+            runs[label('eager', impl)] = iteration(model, images, args.mode, args.amp)
+        runs[label('compiled', impl)] = iteration(torch.compile(model, options=args.options or None), images,
+                                                  args.mode, args.amp)
+    eager_name, eager = next(iter(runs.items()))
     eager()  # warm-up: oneDNN's primitives are created on first use
     eager_warm = seconds(eager)
-    print(f'compile time {seconds(compiled) - eager_warm:.1f} s (first compiled iteration less an eager one)')
-    times = {'eager': [], 'compiled': []}
+    for name, run in list(runs.items())[1:]:
+        print(f'{name}: compile time {seconds(run) - eager_warm:.1f} s (first compiled iteration less an eager one)')
+    times = {name: [] for name in runs}
     for _ in range(args.repeats):
-        times['eager'].append(seconds(eager))
-        times['compiled'].append(seconds(compiled))
+        for name, run in runs.items():
+            times[name].append(seconds(run))
     medians = {name: statistics.median(values) for name, values in times.items()}
-    print(f'eager {medians["eager"]:.3f} s, compiled {medians["compiled"]:.3f} s: '
-          f'{medians["eager"] / medians["compiled"]:.2f}x (medians of {args.repeats})')
+    for name, run in runs.items():
+        ratio = '' if name == eager_name else f': {medians[eager_name] / medians[name]:.2f}x {eager_name}'
+        print(f'{name} {medians[name]:.3f} s, peak +{peak_mib(run):.0f} MiB{ratio} (median of {args.repeats})')
 
 
 if __name__ == '__main__':

@@ -27,8 +27,9 @@ def replaced_classes(eager: BackboneImplementation, form: BackboneImplementation
             if getattr(eager, field.name) is not getattr(form, field.name)}
 
 
-#: Each eager class with an export form, to that form.
+#: Each eager class with an export form, to that form (RMT's FlexAttention MaSA to the fast one's).
 EXPORT_FORMS: Dict[type, type] = {**replaced_classes(RMT_IMPLEMENTATIONS['fast'], RMT_EXPORT_IMPLEMENTATION),
+                                  **replaced_classes(RMT_IMPLEMENTATIONS['flex'], RMT_EXPORT_IMPLEMENTATION),
                                   **replaced_classes(REST_IMPLEMENTATIONS['fast'], REST_EXPORT_IMPLEMENTATION)}
 
 

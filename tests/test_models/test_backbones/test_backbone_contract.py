@@ -250,7 +250,7 @@ OWN_ARGUMENT_ERRORS = [
      r'embed_dims\[1\]=30 is not divisible by num_heads\[1\]=4'),
     ('RMT', rmt_arch(embed_dims=[16, 32, 48, 60]), ValueError,
      r'the head dimension embed_dims\[3\] / num_heads\[3\] = 15 is odd'),
-    ('RMT', dict(arch=RMT_TINY, impl='flash'), ValueError, r"impl must be one of \('fast', 'reference'\)"),
+    ('RMT', dict(arch=RMT_TINY, impl='flash'), ValueError, r"impl must be one of \('fast', 'flex', 'reference'\)"),
     ('ResT', dict(arch=REST_TINY, impl='flash'), ValueError,
      r"impl must be 'fast' \(lean attention and MLP\) or 'reference' \(the spec's computation step by step\), "
      r"got 'flash'"),

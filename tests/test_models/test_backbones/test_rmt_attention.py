@@ -216,7 +216,7 @@ def test_fast_is_default_and_reference_selectable():
 
 @pytest.mark.parametrize('bad', ['flash', 'Fast', None, ['fast']])
 def test_unknown_impl_is_a_clear_error(bad):
-    with pytest.raises(ValueError, match=r"RMT: impl must be one of \('fast', 'reference'\)"):
+    with pytest.raises(ValueError, match=r"RMT: impl must be one of \('fast', 'flex', 'reference'\)"):
         RMT(TINY, impl=bad)
 
 

@@ -96,7 +96,7 @@ def test_input_of_other_channels_or_rank_is_a_clear_error(bad):
     (dict(embed_dims=32, num_heads=5), r'embed_dims / num_heads must be an even integer .*, got 32 / 5\.'),
     (dict(embed_dims=0, num_heads=1), 'embed_dims must be an int >= 1, got 0'),
     (dict(embed_dims=32, num_heads=4, heads_range=-1), 'heads_range must be a finite number >= 0'),
-    (dict(embed_dims=32, num_heads=4, impl='flash'), r"impl must be one of \('fast', 'reference'\)"),
+    (dict(embed_dims=32, num_heads=4, impl='flash'), r"impl must be one of \('fast', 'flex', 'reference'\)"),
 ])
 def test_bad_arguments_are_clear_errors(kwargs, message):
     with pytest.raises(ValueError, match=f'^ManhattanSelfAttention2d: {message}'):

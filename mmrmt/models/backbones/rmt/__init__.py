@@ -13,8 +13,9 @@ The reference model, as the paper tells it:
 Beside it, the fast forms (subclasses with the same parameters, so the same
 state dict) and their autograd helpers: :mod:`.fast_relative_position`,
 :mod:`.fast_attention`, :mod:`.fast_ffn`, :mod:`.fast_block` (with
-``models.layers.norm_then_project``, shared with ResT). :mod:`.implementations` picks one of the two by the
-``impl`` argument; :mod:`.masa_2d` is MaSA as a module for any network.
+``models.layers.norm_then_project``, shared with ResT), and :mod:`.flex_attention`, the fast MaSA attending
+through FlexAttention (the decay added inside the kernel) where that runs fused. :mod:`.implementations`
+picks one by the ``impl`` argument; :mod:`.masa_2d` is MaSA as a module for any network.
 """
 from .backbone import RMT
 from .masa_2d import ManhattanSelfAttention2d

@@ -62,10 +62,13 @@ class RMT(PyramidBackbone):
         impl (str): ``'fast'`` (the default: fused attention with cached
             tables, pre-norms fused into the projections, residuals folded
             into the depthwise kernels, less kept for backward, and in CPU
-            inference the stem and blocks on a few images at a time) or
-            ``'reference'`` (the paper's computation step by step, the oracle
-            of the tests). Both compute the same function with the same
-            parameters; see :mod:`.implementations`.
+            inference the stem and blocks on a few images at a time),
+            ``'flex'`` (the fast one whose MaSA attends through FlexAttention,
+            the decay added inside the kernel, on CUDA and in compiled CPU
+            inference; elsewhere the fast one) or ``'reference'`` (the
+            paper's computation step by step, the oracle of the tests). All
+            compute the same function with the same parameters; see
+            :mod:`.implementations`.
         **options: The keyword-only options of every backbone, typed,
             defaulted and documented by :class:`PyramidBackbone`:
             ``in_channels``, ``frozen_stages`` (here -1: none, 0: the stem,

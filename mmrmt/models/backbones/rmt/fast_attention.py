@@ -63,16 +63,13 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         qk, v = norm_then_project(x, norm, [(qk_weight, qk_bias), (self.v_proj.weight, self.v_proj.bias)])
         qk = qk.view(batch, height, width, 2, self.num_heads, self.head_dims)
         dtype = self._core_dtype(qk, height, width)
-        tables = relpos.fast_tables(height, width, self.decomposed, dtype)
+        tables = self._tables(relpos, height, width, dtype)
         with torch.autocast(x.device.type, enabled=False):  # the core and the LCE in ``dtype``, not autocast's
             v = v.to(dtype)
             conv = self.lepe.conv
             context = depthwise_conv_channels_last(v, conv.weight.to(dtype), conv.bias.to(dtype), conv.padding[0])
             v = v.view(batch, height, width, self.num_heads, self.head_dims)
-            if self.decomposed:
-                out = self._fast_decomposed(qk, v, tables)
-            else:
-                out = self._fast_full(qk, v, tables)
+            out = self._masa(qk, v, tables)
             # Summed into the LCE output's own dense tensor (the conv's backward
             # does not need its output): no merged-heads copy, no new tensor.
             merged = context.contiguous().view(out.shape).add_(out)
@@ -127,6 +124,17 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         """A full stage's attention of (B, n, hw, d) ``q``, ``k``, ``v`` in a recorded graph, with the
         decay table of :meth:`.fast_relative_position.FastManhattanRelPos.graph_tables`."""
         return plain_attention(q, k, v, tables.mask, self.scale, self.graph_runs(q, k))
+
+    def _tables(self, relpos: FastManhattanRelPos, height: int, width: int, dtype: torch.dtype) -> FastTables:
+        """The tables :meth:`_masa` reads for a (height, width) grid in ``dtype``."""
+        return relpos.fast_tables(height, width, self.decomposed, dtype)
+
+    def _masa(self, qk: torch.Tensor, v: torch.Tensor, tables: FastTables) -> torch.Tensor:
+        """Attention of channels-last (B, h, w, 2, n, d) ``qk`` over (B, h, w, n, d) ``v``, the rotary
+        applied: (B, h, w, n, d) or (B, hw, n, d) out."""
+        if self.decomposed:
+            return self._fast_decomposed(qk, v, tables)
+        return self._fast_full(qk, v, tables)
 
     def _core_dtype(self, qk: torch.Tensor, height: int, width: int) -> torch.dtype:
         """The dtype the rotary, the LCE and attention compute in over a (height, width) grid.

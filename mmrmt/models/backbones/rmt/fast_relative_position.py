@@ -1,6 +1,6 @@
 """RMT's relative position in its fast form: the tables in the fast MaSA's layout, cached."""
 from collections import OrderedDict
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
 import torch
 
@@ -49,7 +49,9 @@ class FastTables(NamedTuple):
     rotary tables of (h, w, d or d / 2), to broadcast over heads-major
     (2, B, n, h, w, ...) q and k; ``mask_w`` is (1, n, w, w) and ``mask_h``
     (1, n, h, h). Otherwise (full stages): rotary tables of (h, w, 1, 1, ...),
-    for channels-last (B, h, w, 2, n, ...); ``mask`` is (1, n, hw, hw).
+    for channels-last (B, h, w, 2, n, ...); ``mask`` is (1, n, hw, hw). A form
+    adding the decay inside its kernel (:mod:`.flex_attention`) has no masks
+    but ``decay``, the (n, ) log-decay of the heads.
     """
     rotation: Optional[torch.Tensor] = None
     cos: Optional[torch.Tensor] = None
@@ -57,6 +59,7 @@ class FastTables(NamedTuple):
     mask_h: Optional[torch.Tensor] = None
     mask_w: Optional[torch.Tensor] = None
     mask: Optional[torch.Tensor] = None
+    decay: Optional[torch.Tensor] = None
 
 
 def rotate_qk(qk: torch.Tensor, tables: FastTables, heads_major: bool) -> torch.Tensor:
@@ -110,15 +113,21 @@ class FastManhattanRelPos(ManhattanRelPos):
 
     def fast_tables(self, height: int, width: int, decomposed: bool, dtype: torch.dtype) -> FastTables:
         """The tables of a (height, width) grid in ``dtype``, cached."""
+        return self.cached_tables((height, width, decomposed, dtype),
+                                  lambda: self._build_fast_tables(height, width, decomposed, dtype))
+
+    def cached_tables(self, key: tuple, build: Callable[[], FastTables]) -> FastTables:
+        """``build()``'s tables, kept in the cache under ``key`` (and the device): a form's own tables
+        (``key`` naming them apart from :meth:`fast_tables`' keys) under the same bounds and staleness."""
         if self._cache_is_stale():
             self._cache.clear()
             with torch.inference_mode(False):
                 self._cache_source = (self.angle.detach().clone(), self.decay.detach().clone())
-        key = (height, width, decomposed, dtype, self.decay.device)
+        key = (*key, self.decay.device)
         tables = self._cache.get(key)
         if tables is None:
             with torch.inference_mode(False), torch.no_grad():
-                tables = self._build_fast_tables(height, width, decomposed, dtype)
+                tables = build()
             self._cache[key] = tables
             self._evict()
         self._cache.move_to_end(key)

@@ -47,7 +47,7 @@ class ManhattanSelfAttention2d(nn.Module):
             is ``1 - 2 ** -init_value``. Defaults to 2 (RMT's).
         heads_range (float): How much the exponent grows over the heads (the
             last heads decay slowest). Defaults to 4 (RMT's early stages).
-        impl (str): ``'fast'`` or ``'reference'``, as in :class:`.RMT`.
+        impl (str): ``'fast'``, ``'flex'`` or ``'reference'``, as in :class:`.RMT`.
             Defaults to ``'fast'``.
     """
 
