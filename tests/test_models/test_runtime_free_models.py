@@ -1,6 +1,7 @@
 """mmrmt.models knows no runtime and no exporter's state: it is right by itself whoever records it. The
-layers ask run_mode four questions, one of them whether a graph is recorded (``records_graph``: then the
-fast classes compute in their graph forms, so any exporter or tracer gets a graph of what eager computes);
+layers ask run_mode five questions, one of them whether a graph is recorded (``records_graph``: then the
+fast classes compute in their graph forms, so any exporter or tracer gets a graph of what eager computes),
+one whether torch.compile traces the forward (``compiles``: where RMT's FlexAttention form runs fused);
 whether the graph is of fixed shapes, which runtime runs it, and every exporter's own state stay with the
 deployment side (mmrmt.deployment.export), which only ever swaps in subclasses that split attention into
 runs."""
@@ -17,7 +18,7 @@ FORBIDDEN = re.compile(r'onnxruntime|openvino|\bis_exporting\b|\bexports_fixed_s
                        r'|is_in_onnx_export|\bis_tracing\b|\bis_scripting\b|\bis_compiling\b|\btraces_plain_ops\b'
                        r'|\btorch_exports\b', re.IGNORECASE)
 #: What the layers ask run_mode (besides its chunk size, inference_chunk_images).
-QUESTIONS = {'records_graph', 'keeps_autograd', 'chunks_cpu_inference', 'autocast_dtype'}
+QUESTIONS = {'records_graph', 'compiles', 'keeps_autograd', 'chunks_cpu_inference', 'autocast_dtype'}
 
 
 def model_files():
@@ -38,12 +39,12 @@ def asked_questions(text: str) -> set:
     return names
 
 
-def test_the_layers_ask_run_mode_only_its_four_questions():
+def test_the_layers_ask_run_mode_only_its_five_questions():
     asked = set().union(*(asked_questions(path.read_text()) for path in model_files()))
     assert asked - {'inference_chunk_images'} == QUESTIONS
 
 
-def test_run_mode_offers_only_its_four_questions():
+def test_run_mode_offers_only_its_five_questions():
     offered = {name for name, value in vars(run_mode).items()
                if inspect.isfunction(value) and value.__module__ == run_mode.__name__ and not name.startswith('_')}
     # torch_exports: torch.export's state read the same on every torch, for the deployment side's is_exporting
@@ -51,7 +52,8 @@ def test_run_mode_offers_only_its_four_questions():
 
 
 def test_only_the_fast_classes_graph_forms_ask_whether_a_graph_is_recorded():
-    """The question is asked where a fast class turns to its graph form, and nowhere else."""
+    """The question is asked where a fast class turns to its graph form (and where the FlexAttention form
+    leaves a recorded graph to it), and nowhere else."""
     asking = sorted(str(path.relative_to(MODELS)) for path in model_files()
                     if 'records_graph' in asked_questions(path.read_text()))
-    assert asking == ['backbones/rest.py', 'backbones/rmt/fast_attention.py']
+    assert asking == ['backbones/rest.py', 'backbones/rmt/fast_attention.py', 'backbones/rmt/flex_attention.py']

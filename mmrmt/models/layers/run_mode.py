@@ -1,6 +1,6 @@
 """How the forward being run runs: the one place the layers read torch's global modes.
 
-The backbones' fast paths ask four questions about the forward they are in,
+The backbones' fast paths ask five questions about the forward they are in,
 and no layer reads torch's grad, tracing, export or autocast state itself:
 
 * :func:`records_graph`: ``torch.jit.trace``, either ONNX exporter or
@@ -11,6 +11,8 @@ and no layer reads torch's grad, tracing, export or autocast state itself:
   ``expm1``, autograd Function, ``out=`` or in-place write into a slice), the
   same function. So whoever records the model gets a graph that computes
   what eager computes, without any call of ours.
+* :func:`compiles`: ``torch.compile`` traces the forward (not an export):
+  RMT's FlexAttention form runs fused only there on the CPU.
 * :func:`keeps_autograd`: autograd records the forward for a backward of
   it, so a graph recorded from it keeps none: it has no backward to save
   memory for. Then the lean autograd Functions of ``norm_then_project``, RMT's FFN
@@ -41,19 +43,19 @@ is e.g. recomputing BatchNorm statistics. Cells: ``-`` no; ``caller`` as
 the grad mode the caller runs it in; ``as eager`` as the same forward run
 eagerly.
 
-=========================  =============  ==============  ====================
-Run                        records_graph  keeps_autograd  chunks_cpu_inference
-=========================  =============  ==============  ====================
-training                   -              yes             -
-eval, grad                 -              yes             -
-train mode, no grad        -              -               -
-eval, no grad, CPU         -              -               yes
-eval, no grad, GPU         -              -               - (not the CPU)
-torch.jit.trace            yes            -               -
-ONNX, TorchScript          yes            -               -
-ONNX dynamo, torch.export  yes            -               -
-torch.compile              -              caller          as eager
-=========================  =============  ==============  ====================
+=========================  =============  ========  ==============  ====================
+Run                        records_graph  compiles  keeps_autograd  chunks_cpu_inference
+=========================  =============  ========  ==============  ====================
+training                   -              -         yes             -
+eval, grad                 -              -         yes             -
+train mode, no grad        -              -         -               -
+eval, no grad, CPU         -              -         -               yes
+eval, no grad, GPU         -              -         -               - (not the CPU)
+torch.jit.trace            yes            -         -               -
+ONNX, TorchScript          yes            -         -               -
+ONNX dynamo, torch.export  yes            -         -               -
+torch.compile              -              yes       caller          as eager
+=========================  =============  ========  ==============  ====================
 
 Autocast (CUDA float16 / bfloat16, CPU bfloat16) is orthogonal to every row:
 :func:`autocast_dtype` gives its dtype for tensors of its device type, and
@@ -122,6 +124,12 @@ def records_graph() -> bool:
     """True while ``torch.jit.trace``, ONNX export (either exporter) or ``torch.export`` records the forward:
     the fast classes then compute in their graph forms (see the module's docstring)."""
     return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch_exports()
+
+
+def compiles() -> bool:
+    """True while ``torch.compile`` traces the forward (not an export): a form that runs fused only where
+    Inductor compiles it (RMT's FlexAttention on the CPU) asks this."""
+    return torch.compiler.is_compiling() and not torch_exports()
 
 
 def keeps_autograd() -> bool:

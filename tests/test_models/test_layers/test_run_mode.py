@@ -8,7 +8,7 @@ from mmrmt.models.layers import run_mode
 from helpers.graph_runs import (Recorder, compiled, eager, jit_trace, onnx_dynamo, onnx_torchscript, recorded,
                                 torch_export)
 
-QUESTIONS = ('keeps_autograd', 'chunks_cpu_inference')
+QUESTIONS = ('records_graph', 'compiles', 'keeps_autograd', 'chunks_cpu_inference')
 
 
 def documented_matrix() -> Dict[str, Dict[str, str]]:
@@ -33,7 +33,8 @@ def documented_matrix() -> Dict[str, Dict[str, str]]:
 
 def questions(x: torch.Tensor, training: bool) -> dict:
     """The run mode's answers in a forward on ``x`` of a module in train mode if ``training``."""
-    return dict(keeps_autograd=run_mode.keeps_autograd(),
+    return dict(records_graph=run_mode.records_graph(), compiles=run_mode.compiles(),
+                keeps_autograd=run_mode.keeps_autograd(),
                 chunks_cpu_inference=run_mode.chunks_cpu_inference(x, training),
                 autocast_dtype=run_mode.autocast_dtype(x))
 

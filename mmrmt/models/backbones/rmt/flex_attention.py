@@ -49,7 +49,7 @@ def flex_attention_runs(device_type: str, dtype: torch.dtype, head_dims: int) ->
         return False
     if device_type == 'cuda':
         return head_dims >= CUDA_MIN_HEAD_DIMS
-    return (device_type == 'cpu' and CPU_KERNEL_SET_RUNS_FLEX and torch.compiler.is_compiling()
+    return (device_type == 'cpu' and CPU_KERNEL_SET_RUNS_FLEX and run_mode.compiles()
             and not run_mode.keeps_autograd())
 
 
@@ -71,7 +71,7 @@ def compiled_flex_attention() -> Callable[..., torch.Tensor]:
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod: ScoreMod, scale: float) -> torch.Tensor:
     """``softmax(scale * q k^T + score_mod) v`` over (N, H, L, d) operands, fused."""
-    flex = flex_attention if torch.compiler.is_compiling() else compiled_flex_attention()
+    flex = flex_attention if run_mode.compiles() else compiled_flex_attention()
     return flex(q, k, v, score_mod=score_mod, scale=scale)
 
 
