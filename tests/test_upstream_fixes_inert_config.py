@@ -8,24 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 from mmengine.config import Config
-from mmengine.model import BaseModel
 from mmengine.registry import DefaultScope
 from mmengine.runner.checkpoint import CheckpointLoader, _load_checkpoint
 
 from mmrmt.engine import OwnWorkDirRunner, ResumeRNGHook
 from mmrmt.upstream_fixes import make_resumed_configs_inert
 from helpers.code_in_checkpoint import code_that_touches
-
-
-class TinyModel(BaseModel):
-    """One linear layer: enough for a runner to be built and a checkpoint loaded into it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.linear = torch.nn.Linear(2, 1)
-
-    def forward(self, inputs, data_samples=None, mode='tensor'):
-        return self.linear(inputs)
+from helpers.tiny_model import TinyModel
 
 
 def checkpoint_with(config_text: str) -> dict:

@@ -11,15 +11,6 @@ pytestmark = NEEDS_CUDA
 IMAGE_SHAPE = (2, 3, 64, 96)
 
 
-@pytest.fixture(autouse=True)
-def _full_float32():
-    """float32 kernels without TF32 (cuDNN's convolutions use it by default)."""
-    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    yield
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
-
-
 def image() -> torch.Tensor:
     return torch.randn(IMAGE_SHAPE, generator=torch.Generator().manual_seed(0))
 

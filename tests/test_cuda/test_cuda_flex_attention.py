@@ -18,15 +18,6 @@ ARCH = dict(embed_dims=[32, 64, 64, 64], depths=[1, 1, 1, 1], num_heads=[2, 2, 4
 IMAGE_SHAPE = (2, 3, 45, 71)  # grids 12x18, 6x9, 3x5, 2x3
 
 
-@pytest.fixture(autouse=True)
-def _full_float32():
-    """float32 kernels without TF32 (cuDNN's convolutions use it by default)."""
-    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    yield
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
-
-
 @pytest.fixture
 def attended(monkeypatch) -> list:
     """How many times the forward attends through FlexAttention."""

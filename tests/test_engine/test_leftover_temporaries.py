@@ -3,22 +3,11 @@ writes first) is removed by the next run of the same work dir, once it holds the
 import os
 
 import pytest
-import torch
-from mmengine.model import BaseModel
 from mmengine.registry import DefaultScope
 
 from mmrmt.atomic_file import remove_leftover_temporaries, replaced_atomically
 from mmrmt.engine import OwnWorkDirRunner
-
-
-class OneLinear(BaseModel):
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.linear = torch.nn.Linear(2, 1)
-
-    def forward(self, inputs, data_samples=None, mode='tensor'):
-        return self.linear(inputs)
+from helpers.tiny_model import TinyModel
 
 
 def test_only_the_temporaries_of_replaced_atomically_are_removed(tmp_path):
@@ -42,5 +31,5 @@ def test_the_next_run_of_the_work_dir_removes_them(tmp_path):
     leftover = work_dir / '.iter_4.pth.0123456789ab.tmp'
     leftover.write_bytes(b'half a checkpoint')
     with DefaultScope.overwrite_default_scope('mmengine'):
-        OwnWorkDirRunner(model=OneLinear(), work_dir=str(work_dir))
+        OwnWorkDirRunner(model=TinyModel(), work_dir=str(work_dir))
     assert not leftover.exists()

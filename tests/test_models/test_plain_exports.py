@@ -80,7 +80,11 @@ def onnx_dynamo(model: nn.Module, x: torch.Tensor) -> Callable:
 
 
 def torch_export(model: nn.Module, x: torch.Tensor) -> Callable:
-    return torch.export.export(model, (x, ), dynamic_shapes=dynamic_shapes()).module()
+    """``torch.export`` with every image dimension ``Dim.AUTO`` (torch.export infers their range and keeps
+    what it cannot prove as runtime checks: with fixed ranges it refuses the guards of a strided conv, e.g.
+    ``(2 + 2*((w-1)//4)) % (1 + (w-1)//4) == 0``, true for every width, for every backbone)."""
+    from torch.export import Dim
+    return torch.export.export(model, (x, ), dynamic_shapes=({0: Dim.AUTO, 2: Dim.AUTO, 3: Dim.AUTO}, )).module()
 
 
 def jit_trace(model: nn.Module, x: torch.Tensor) -> Callable:

@@ -49,7 +49,9 @@ def test_prints_the_top_classes_with_imagenet_names(known_weights, images, capsy
     assert capsys.readouterr().out.splitlines() == lines
 
 
-def test_uses_the_models_own_evaluation_transform(known_weights, images, monkeypatch):
+@pytest.fixture
+def classifier_inputs(monkeypatch) -> list:
+    """The inputs the demo's ResT classifier is called on, in order."""
     seen = []
     model_forward = torch.nn.Module.__call__
 
@@ -59,6 +61,11 @@ def test_uses_the_models_own_evaluation_transform(known_weights, images, monkeyp
         return model_forward(module, *args, **kwargs)
 
     monkeypatch.setattr(torch.nn.Module, '__call__', record)
+    return seen
+
+
+def test_uses_the_models_own_evaluation_transform(known_weights, images, classifier_inputs):
+    seen = classifier_inputs
     classify_demo.main([str(images / 'orange.jpg'), '--model', 'rest_lite', '--weights', known_weights])
     image, = seen
     assert image.shape == (1, 3, 224, 224)  # ResT's cfg: crop_pct 1.0, 224
@@ -101,17 +108,9 @@ def test_weights_of_integers_are_one_line(images, tmp_path, dtype):
                     rf'number than the model\'s \(\S+: file {str(dtype)[6:]} vs model float32', line), line
 
 
-def test_a_16_bit_greyscale_png_is_read_as_the_image_demo_reads_it(known_weights, tmp_path, monkeypatch):
+def test_a_16_bit_greyscale_png_is_read_as_the_image_demo_reads_it(known_weights, tmp_path, classifier_inputs):
     """Scaled to 8 bits (32768 -> 128), not clipped by PIL's convert('RGB') into an almost white image."""
-    seen = []
-    model_forward = torch.nn.Module.__call__
-
-    def record(module, *args, **kwargs):
-        if type(module).__name__ == 'ResTClassifier':
-            seen.append(args[0])
-        return model_forward(module, *args, **kwargs)
-
-    monkeypatch.setattr(torch.nn.Module, '__call__', record)
+    seen = classifier_inputs
     classify_demo.main([str(grey16_png(tmp_path / 'grey16.png')), '--model', 'rest_lite', '--weights', known_weights])
     image, = seen
     mean, std = torch.tensor([0.485, 0.456, 0.406]), torch.tensor([0.229, 0.224, 0.225])
