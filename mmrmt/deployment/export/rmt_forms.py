@@ -5,9 +5,11 @@ The fast classes record plain ONNX ops by themselves
 (``FastManhattanSelfAttention.graph_forward``); these subclasses with the
 same parameters (so a model's modules take them in place,
 :mod:`.backbone_forms`) add what a runtime running a graph of fixed shapes
-needs: attention in runs (:func:`.plain_attention.fixed_shape_runs`), and,
-for a full stage whose decay table would be large, the decay added by grid
-rows (:func:`attention_by_grid_rows`).
+needs: the rotary's pair swap as a small MatMul
+(:func:`rotate_by_permutation`), attention in runs
+(:func:`.plain_attention.fixed_shape_runs`), and, for a full stage whose
+decay table would be large, the decay added by grid rows
+(:func:`attention_by_grid_rows`).
 """
 from dataclasses import replace
 from typing import Optional, Tuple
@@ -19,6 +21,21 @@ from mmrmt.models.backbones.rmt.fast_relative_position import FastManhattanRelPo
 from mmrmt.models.backbones.rmt.implementations import IMPLEMENTATIONS
 from .fixed_shapes import exports_fixed_shapes
 from .plain_attention import attention_runs, fixed_shape_runs, within_export_budget
+
+
+def swap_pairs_by_permutation(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with the members of each channel pair swapped, as a product with the constant pair-swap
+    permutation: ONNX runtimes run the step -1 Slice that ``flip`` becomes far slower than this small
+    MatMul (docs/deployment.md, "What is dynamic")."""
+    channels = x.shape[-1]
+    permutation = torch.eye(channels, dtype=x.dtype, device=x.device)[[i ^ 1 for i in range(channels)]]
+    return torch.matmul(x, permutation)
+
+
+def rotate_by_permutation(x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+    """:func:`mmrmt.models.backbones.rmt.fast_relative_position.apply_rotary_signed` with the pairs swapped
+    by :func:`swap_pairs_by_permutation`."""
+    return torch.addcmul(x * cos, swap_pairs_by_permutation(x), signed_sin)
 
 
 def attention_by_grid_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask_h: torch.Tensor,
@@ -87,6 +104,9 @@ class ExportManhattanSelfAttention(FastManhattanSelfAttention):
     """:class:`FastManhattanSelfAttention` whose graph form attends in the runs of a graph of fixed shapes
     (:func:`.plain_attention.fixed_shape_runs`), a full stage without its decay table by grid rows
     (:func:`attention_by_grid_rows`)."""
+
+    def graph_rotate(self, x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+        return rotate_by_permutation(x, signed_sin, cos)
 
     def graph_runs(self, q: torch.Tensor, k: torch.Tensor) -> Optional[Tuple[int, int]]:
         return fixed_shape_runs(q, k)

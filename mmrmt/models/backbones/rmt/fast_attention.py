@@ -9,7 +9,7 @@ from ...layers.fused_attention import attention_dtype, scaled_dot_product_attent
 from ...layers.plain_attention import plain_attention
 from .attention import ManhattanSelfAttention
 from .depthwise_conv import depthwise_conv_channels_last
-from .fast_relative_position import FastManhattanRelPos, FastTables, rotate_by_permutation, rotate_qk
+from .fast_relative_position import FastManhattanRelPos, FastTables, apply_rotary_signed, rotate_qk
 
 
 def softmax_(logits: torch.Tensor) -> torch.Tensor:
@@ -88,7 +88,8 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         attention is :func:`...layers.plain_attention.plain_attention` over
         5-D operands (ONNX ops of opset 11 on; SDPA would need 14 and be
         written as the same nodes), in the runs of :meth:`graph_runs`; a full
-        stage's through :meth:`graph_full_attention`.
+        stage's through :meth:`graph_full_attention`; the rotary by
+        :meth:`graph_rotate`.
         """
         batch, height, width, channels = x.shape
         q, k, v = norm_then_project(x, norm, [(self.q_proj.weight, self.q_proj.bias),
@@ -98,8 +99,8 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         tables = relpos.graph_tables(height, width, self.decomposed, q.dtype)
         cos, signed_sin = (table.reshape(height, width, 1, self.head_dims)
                            for table in (tables.cos, tables.signed_sin))
-        q, k = (rotate_by_permutation(t.view(batch, height, width, self.num_heads, self.head_dims),
-                                      signed_sin, cos) for t in (q, k))
+        q, k = (self.graph_rotate(t.view(batch, height, width, self.num_heads, self.head_dims), signed_sin, cos)
+                for t in (q, k))
         v = v.view(q.shape)
         if self.decomposed:  # rows over (B, h, n, w, d), then columns over (B, w, n, h, d)
             q_rows, k_rows, v_rows = (t.transpose(2, 3) for t in (q, k, v))
@@ -112,6 +113,11 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
                        for t in (q, k, v))
             out = self.graph_full_attention(q, k, v, tables).transpose(1, 2)
         return self.out_proj(context + out.reshape(batch, height, width, channels))
+
+    def graph_rotate(self, x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+        """The rotary of ``x`` in a recorded graph:
+        :func:`.fast_relative_position.apply_rotary_signed`."""
+        return apply_rotary_signed(x, signed_sin, cos)
 
     def graph_runs(self, q: torch.Tensor, k: torch.Tensor) -> Optional[Tuple[int, int]]:
         """The runs a recorded graph attends ``q`` over ``k`` in (see

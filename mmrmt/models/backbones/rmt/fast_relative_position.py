@@ -24,21 +24,6 @@ def swap_pairs(x: torch.Tensor) -> torch.Tensor:
     return x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
 
 
-def swap_pairs_by_permutation(x: torch.Tensor) -> torch.Tensor:
-    """``x`` with the members of each channel pair swapped, as a product with the constant pair-swap
-    permutation: ONNX runtimes run the step -1 Slice that ``flip`` becomes far slower than this small
-    MatMul (docs/deployment.md, "What is dynamic")."""
-    channels = x.shape[-1]
-    permutation = torch.eye(channels, dtype=x.dtype, device=x.device)[[i ^ 1 for i in range(channels)]]
-    return torch.matmul(x, permutation)
-
-
-def rotate_by_permutation(x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
-    """:func:`apply_rotary_signed` with the pairs swapped by :func:`swap_pairs_by_permutation`: the
-    rotary of a recorded graph."""
-    return torch.addcmul(x * cos, swap_pairs_by_permutation(x), signed_sin)
-
-
 class FastTables(NamedTuple):
     """What the fast MaSA of one grid needs, in the attention dtype.
 
