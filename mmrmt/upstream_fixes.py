@@ -215,10 +215,11 @@ def apply_upstream_fixes(*names: str) -> None:
     Raises:
         ValueError: ``MMRMT_UPSTREAM_FIXES_OFF`` names no fix (one line naming the fixes).
     """
-    unknown = turned_off() - set(UPSTREAM_FIXES)
+    off = turned_off()
+    unknown = off - set(UPSTREAM_FIXES)
     if unknown:
         raise ValueError(f'{OFF_VARIABLE} names no fix {sorted(unknown)}: give names of '
                          f'{sorted(UPSTREAM_FIXES)} separated by commas, or all')
-    for name in names:
-        if name not in turned_off():
+    for name in names:  # in order: the inert wrap goes over the weights-only local loader
+        if name not in off:
             UPSTREAM_FIXES[name].apply()

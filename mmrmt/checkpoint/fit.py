@@ -10,6 +10,7 @@ is cast to the model's dtype as ``load_state_dict`` does, and
 :func:`check_fit` says so in one log message.
 """
 import logging
+from collections import Counter
 from typing import Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence
 
 import torch
@@ -118,11 +119,8 @@ def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, Te
         str, optional: e.g. ``'210 float16 tensors load as float32, 2 int32
         tensors as int64 (the model's dtypes)'``.
     """
-    casts: Dict[tuple, int] = {}
-    for key, spec in file_specs.items():
-        if key in model_specs and spec.dtype != model_specs[key].dtype:
-            pair = (dtype_name(spec.dtype), dtype_name(model_specs[key].dtype))
-            casts[pair] = casts.get(pair, 0) + 1
+    casts = Counter((dtype_name(spec.dtype), dtype_name(model_specs[key].dtype)) for key, spec in file_specs.items()
+                    if key in model_specs and spec.dtype != model_specs[key].dtype)
     if not casts:
         return None
     phrases = [f'{count} {file} tensors load as {model}' for (file, model), count in casts.items()]
