@@ -27,9 +27,10 @@ from .fast_relative_position import FastManhattanRelPos, FastTables, rotate_qk
 FLEX_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 #: Narrowest head FlexAttention's Triton kernel takes (``tl.dot`` needs 16).
 CUDA_MIN_HEAD_DIMS = 16
-#: Whether the ATen kernel set in force is one Inductor's FlexAttention CPU template runs under: AVX2 or
-#: AVX-512 (not ``ATEN_CPU_CAPABILITY=default``, not a CPU without AVX2); read once.
-CPU_KERNEL_SET_RUNS_FLEX = torch.backends.cpu.get_cpu_capability().upper().startswith('AVX')
+#: Whether the ATen kernel set in force is one Inductor's FlexAttention CPU template computes right under:
+#: AVX-512 only. Under ``ATEN_CPU_CAPABILITY=avx2`` on an AVX-512 CPU (torch 2.14.1) its output is not
+#: finite or off by half its magnitude; no AVX2-only CPU has checked it yet. Read once.
+CPU_KERNEL_SET_RUNS_FLEX = torch.backends.cpu.get_cpu_capability().upper().startswith('AVX512')
 
 ScoreMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -42,7 +43,7 @@ def flex_attention_runs(device_type: str, dtype: torch.dtype, head_dims: int) ->
     and backward (a model run eagerly calls :func:`compiled_flex_attention`).
     On the CPU: inside ``torch.compile`` (eager FlexAttention is the unfused
     reference), without autograd (its CPU kernel has no backward), under an
-    AVX2 or AVX-512 kernel set. Never while a graph is recorded for an
+    AVX-512 kernel set. Never while a graph is recorded for an
     export or a trace (:func:`.run_mode.records_graph`).
     """
     if dtype not in FLEX_DTYPES or run_mode.records_graph():
