@@ -8,20 +8,12 @@ torch.compile takes Inductor's config values by name (``freezing=True``,
 refuses an unknown name, or a value of another type, with a traceback that
 lists all of its several hundred options.
 """
-import inspect
 import typing
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import torch
 
 from mmrmt.models.backbones.arch import nearest_name
-
-
-def nearest_hint(name: str, known: Iterable[str]) -> str:
-    """``'; did you mean NEAREST?'`` for the known name nearest to ``name`` (:func:`nearest_name`), empty
-    if none is near."""
-    nearest = nearest_name(name, known)
-    return f'; did you mean {nearest}?' if nearest else ''
 
 
 def inductor_option_problem(name: str, value: Any) -> Optional[str]:
@@ -31,7 +23,9 @@ def inductor_option_problem(name: str, value: Any) -> Optional[str]:
 
     known = config.get_config_copy()
     if name not in known:
-        return f'torch {torch.__version__} Inductor has no option {name!r}{nearest_hint(name, known)}'
+        nearest = nearest_name(name, known)
+        hint = f'; did you mean {nearest}?' if nearest else ''
+        return f'torch {torch.__version__} Inductor has no option {name!r}{hint}'
     expected = config.get_type(name)
     if typing.get_origin(expected) is None and not isinstance(value, expected):
         return f'{name} takes a {expected.__name__}, got {value!r} ({type(value).__name__})'
@@ -39,21 +33,14 @@ def inductor_option_problem(name: str, value: Any) -> Optional[str]:
 
 
 def compile_keywords_problem(compile_cfg: Mapping) -> Optional[str]:
-    """What is wrong with the keyword arguments of torch.compile in ``compile_cfg`` but its options: an
-    unknown keyword, an unknown mode or backend, mode and options together (torch refuses both)."""
-    keywords = [name for name in inspect.signature(torch.compile).parameters if name != 'model']
-    for key in compile_cfg:
-        if key not in keywords:
-            return f'torch.compile takes no argument {key!r}{nearest_hint(str(key), keywords)}'
-    mode, backend = compile_cfg.get('mode'), compile_cfg.get('backend')
-    modes = list(torch._inductor.list_mode_options())
-    if mode is not None and mode not in modes:
-        return f'compile.mode: torch {torch.__version__} has no mode {mode!r}; one of {modes}'
-    if isinstance(backend, str) and backend not in torch._dynamo.list_backends(exclude_tags=()):
-        return f'compile.backend: torch {torch.__version__} has no backend {backend!r}' + nearest_hint(
-            backend, torch._dynamo.list_backends(exclude_tags=()))
-    if mode is not None and compile_cfg.get('options') is not None:
-        return 'compile: give mode or options, not both (torch.compile takes one of them)'
+    """What torch.compile says of the keyword arguments in ``compile_cfg`` (an unknown keyword, mode or
+    backend, mode and options together), judged by torch.compile itself, which checks them when called
+    and compiles nothing until the function runs; the options' own values are judged apart."""
+    keywords = {key: value for key, value in compile_cfg.items() if key != 'options'}
+    try:
+        torch.compile(abs, **keywords, options=None if compile_cfg.get('options') is None else {})
+    except Exception as error:  # TypeError, RuntimeError, torch's InvalidBackend: each one clear line
+        return f'compile: {str(error).splitlines()[0]}'
     return None
 
 

@@ -24,13 +24,12 @@ def test_a_bad_option_is_one_line(options, message):
 
 @pytest.mark.parametrize('setting, message', [
     ('yes', "compile must be True, False or dict(<keyword arguments of torch.compile>), got 'yes' (str)"),
-    (dict(mode='turbo'), f"compile.mode: torch {torch.__version__} has no mode 'turbo'; one of "),
-    (dict(fulgraph=True), "torch.compile takes no argument 'fulgraph'; did you mean fullgraph?"),
+    (dict(mode='turbo'), 'compile: Unrecognized mode=turbo, should be one of: '),
+    (dict(fulgraph=True), "compile: compile() got an unexpected keyword argument 'fulgraph'"),
     (dict(options=['freezing']), "compile.options must be a dict of Inductor options, e.g. dict(freezing=True), "
                                  "got ['freezing']"),
-    (dict(mode='max-autotune', options=dict(freezing=True)), 'compile: give mode or options, not both'),
-    (dict(backend='inductr'), f"compile.backend: torch {torch.__version__} has no backend 'inductr'; did you mean "
-                              'inductor?'),
+    (dict(mode='max-autotune', options=dict(freezing=True)), 'compile: Either mode or options can be specified'),
+    (dict(backend='inductr'), "compile: Invalid backend: 'inductr', did you mean: 'inductor'?"),
 ])
 def test_a_bad_setting_is_one_line(setting, message):
     problem = compile_setting_problem(setting)
