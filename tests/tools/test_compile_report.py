@@ -49,6 +49,30 @@ def test_impls_are_each_compiled_against_the_first_ones_eager_run(monkeypatch, c
     assert lines[-1].endswith('x eager fast (median of 1)')
 
 
+def test_each_amp_is_a_row_pair_against_eager_float32(monkeypatch, capsys):
+    """--amp none bf16: eager and compiled in float32 and in bf16 autocast, each ratio to eager float32."""
+    amx = CPUFeatures('Intel(R) Xeon(R) Platinum 8480+', frozenset({'avx512f', 'avx512_bf16', 'amx_bf16'}))
+    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: amx)
+    autocast_dtypes = []
+
+    def record(model, **kwargs):
+        def run(images):
+            autocast_dtypes.append(torch.get_autocast_dtype('cpu') if torch.is_autocast_enabled('cpu') else None)
+            return model(images)
+        return run
+
+    monkeypatch.setattr(torch, 'compile', record)
+    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1',
+                                      '--amp', 'none', 'bf16'])
+    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
+    lines = capsys.readouterr().out.splitlines()
+    assert ', amp none bf16, ' in lines[0]
+    assert [line.split(' s, ')[0].rsplit(' ', 1)[0] for line in lines[-4:]] == [
+        'eager none', 'compiled none', 'eager bf16', 'compiled bf16']
+    assert all(line.endswith('x eager none (median of 1)') for line in lines[-3:])
+    assert set(autocast_dtypes) == {None, torch.bfloat16}
+
+
 def test_options_reach_torch_compile(monkeypatch, capsys):
     calls = []
 

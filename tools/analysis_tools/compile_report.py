@@ -1,7 +1,7 @@
 """What torch.compile (Inductor) gives a backbone on the CPU at hand: graphs, compile time, speed.
 
     python tools/analysis_tools/compile_report.py --backbone rmt-t [--batch 16] [--shape 224 224]
-        [--mode infer|train] [--amp none|bf16] [--repeats 5] [--threads N] [--options KEY=VALUE ...]
+        [--mode infer|train] [--amp none [bf16]] [--repeats 5] [--threads N] [--options KEY=VALUE ...]
         [--impls IMPL ...]
 
 It prints dynamo's graph count and graph breaks for the forward (``torch._dynamo.explain``), the
@@ -11,8 +11,9 @@ memory (the growth of the resident set's high-water mark over one more iteration
 used). ``--impls``: the backbone's implementations to compile, each against the first one's eager
 run (e.g. ``--impls fast flex``: RMT's fast form, eager and compiled, and its FlexAttention form
 compiled); the backbone's default one without it. ``infer``: the forward
-without autograd; ``train``: forward and backward of the features' mean square. ``--amp bf16``:
-both under CPU bf16 autocast (refused on CPUs without native bf16, as the tools' ``--amp``).
+without autograd; ``train``: forward and backward of the features' mean square. ``--amp``: the
+autocast dtypes to run each in, ``none`` (float32) and/or ``bf16`` (refused on CPUs without native bf16, as
+the tools' ``--amp``); ``--amp none bf16`` gives the bf16 rows' ratios to eager float32 of the same run.
 ``--options``: Inductor options of ``torch.compile(options=...)``, e.g. ``freezing=True`` (weights folded
 into the inference graph and prepacked for oneDNN) or ``layout_optimization=False`` (convolutions kept in
 the model's memory layout); a config's training step takes them as ``compile =
@@ -42,7 +43,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--batch', type=int, default=1)
     parser.add_argument('--shape', type=int, nargs=2, default=(224, 224), metavar=('H', 'W'))
     parser.add_argument('--mode', choices=('infer', 'train'), default='infer')
-    parser.add_argument('--amp', choices=('none', 'bf16'), default='none', help='CPU autocast dtype')
+    parser.add_argument('--amp', nargs='+', choices=('none', 'bf16'), default=['none'],
+                        help="CPU autocast dtypes, each a row pair, the first one's eager run the reference")
     parser.add_argument('--repeats', type=int, default=5, help='timed iterations of each')
     parser.add_argument('--threads', type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument('--options', nargs='+', default=[], metavar='KEY=VALUE',
@@ -56,7 +58,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     check_input_size(*args.shape, 'compile')
     check_threads(args.threads)
     check_backbone(args.backbone, args.impls)
-    if args.amp == 'bf16':
+    if 'bf16' in args.amp:
         amp_dtype('cpu')
     return args
 
@@ -88,9 +90,10 @@ def peak_mib(run: Callable[[], None]) -> float:
     return max(0, peak_now('cpu') - baseline) / 2**20
 
 
-def label(kind: str, impl: Optional[str]) -> str:
-    """'eager' or 'compiled', with the implementation where one is named."""
-    return kind if impl is None else f'{kind} {impl}'
+def label(kind: str, impl: Optional[str], amp: str, amps: List[str]) -> str:
+    """'eager' or 'compiled', with the implementation where one is named and the autocast dtype where
+    several are compared."""
+    return ' '.join([kind] + ([] if impl is None else [impl]) + ([amp] if len(amps) > 1 else []))
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -98,29 +101,32 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f'# {args.backbone}: batch {args.batch}, input {args.shape[0]}x{args.shape[1]}, {args.mode}, '
-          f'amp {args.amp}, threads {torch.get_num_threads()}, torch {torch.__version__}'
+          f'amp {" ".join(args.amp)}, threads {torch.get_num_threads()}, torch {torch.__version__}'
           + (f', options {format_compile_options(args.options)}' if args.options else '')
           + (f', impls {" ".join(args.impls)}' if args.impls != [None] else ''))
     images = torch.randn(args.batch, 3, *args.shape, generator=torch.Generator().manual_seed(0))
-    runs = {}
+    runs, eager_seconds = {}, {}
     for impl in args.impls:
         torch.manual_seed(0)
         model = build_backbone(args.backbone, impl).train(args.mode == 'train')
         with torch.no_grad() if args.mode == 'infer' else nullcontext():
             explanation = torch._dynamo.explain(model)(images)
-        print(f'{label("graphs", impl)} {explanation.graph_count}, graph breaks {explanation.graph_break_count}')
+        print(f'{label("graphs", impl, "", [])} {explanation.graph_count}, '
+              f'graph breaks {explanation.graph_break_count}')
         for reason in explanation.break_reasons:
             print(f'  break: {reason.reason}')
         torch._dynamo.reset()
-        if not runs:
-            runs[label('eager', impl)] = iteration(model, images, args.mode, args.amp)
-        runs[label('compiled', impl)] = iteration(torch.compile(model, options=args.options or None), images,
-                                                  args.mode, args.amp)
-    eager_name, eager = next(iter(runs.items()))
-    eager()  # warm-up: oneDNN's primitives are created on first use
-    eager_warm = seconds(eager)
-    for name, run in list(runs.items())[1:]:
-        print(f'{name}: compile time {seconds(run) - eager_warm:.1f} s (first compiled iteration less an eager one)')
+        compiled = torch.compile(model, options=args.options or None)
+        for amp in args.amp:
+            if impl == args.impls[0]:
+                eager = runs[label('eager', impl, amp, args.amp)] = iteration(model, images, args.mode, amp)
+                eager()  # warm-up: oneDNN's primitives are created on first use
+                eager_seconds[amp] = seconds(eager)
+            name = label('compiled', impl, amp, args.amp)
+            runs[name] = iteration(compiled, images, args.mode, amp)
+            print(f'{name}: compile time {seconds(runs[name]) - eager_seconds[amp]:.1f} s '
+                  '(first compiled iteration less an eager one)')
+    eager_name = next(iter(runs))
     times = {name: [] for name in runs}
     for _ in range(args.repeats):
         for name, run in runs.items():
