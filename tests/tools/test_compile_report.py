@@ -73,6 +73,25 @@ def test_each_amp_is_a_row_pair_against_eager_float32(monkeypatch, capsys):
     assert set(autocast_dtypes) == {None, torch.bfloat16}
 
 
+def test_profile_prints_each_runs_top_operators(monkeypatch, capsys):
+    """--profile 4: after the timing, a profiler table of each run, Inductor's kernels named (its option)."""
+    options = []
+
+    def record(model, **kwargs):
+        options.append(kwargs['options'])
+        return model
+
+    monkeypatch.setattr(torch, 'compile', record)
+    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1',
+                                      '--profile', '4'])
+    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
+    out = capsys.readouterr().out
+    assert options == [{'cpp.enable_kernel_profile': True}]
+    for name in ('eager', 'compiled'):
+        table = out.split(f'## {name}: one iteration under torch.profiler\n')[1]
+        assert 'Self CPU' in table.splitlines()[1] and 'aten::' in table
+
+
 def test_options_reach_torch_compile(monkeypatch, capsys):
     calls = []
 
@@ -105,6 +124,8 @@ def test_unknown_backbone_is_one_line(monkeypatch, capsys):
 @pytest.mark.parametrize('args, message', [
     (['--backbone', 'rmt-zz'], "--backbone rmt-zz: RMT has no arch 'zz'; choose one of ['b', 'base', 'l', 'large', "
                                "'s', 'small', 't', 'tiny']."),
+    (['--backbone', 'rmt-t', '--profile', '-1'],
+     '--batch and --repeats must be at least 1, --shape at least 32 32, --profile at least 0'),
     (['--backbone', 'rmt-t', '--threads', '-2'], "--threads must be >= 1, got -2 (leave it out for torch's default)."),
     (['--backbone', 'rmt-t', '--shape', '30000', '30000'],
      "--shape 30000 30000 is too large to compile: at most 4096 pixels a side and 4,194,304 pixels in all (the "

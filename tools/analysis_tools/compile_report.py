@@ -2,7 +2,7 @@
 
     python tools/analysis_tools/compile_report.py --backbone rmt-t [--batch 16] [--shape 224 224]
         [--mode infer|train] [--amp none [bf16]] [--repeats 5] [--threads N] [--options KEY=VALUE ...]
-        [--impls IMPL ...]
+        [--impls IMPL ...] [--profile ROWS]
 
 It prints dynamo's graph count and graph breaks for the forward (``torch._dynamo.explain``), the
 compile time (the first compiled iteration less an eager one), and the median seconds of eager
@@ -18,6 +18,9 @@ the tools' ``--amp``); ``--amp none bf16`` gives the bf16 rows' ratios to eager 
 into the inference graph and prepacked for oneDNN) or ``layout_optimization=False`` (convolutions kept in
 the model's memory layout); a config's training step takes them as ``compile =
 dict(options=dict(layout_optimization=False))`` (mmengine passes the dict to torch.compile).
+``--profile ROWS``: after the timing, one more iteration of each run under ``torch.profiler``, its ROWS
+operators of most self CPU time (Inductor's generated kernels named one by one: its
+``cpp.enable_kernel_profile`` option added).
 """
 import argparse
 import ctypes
@@ -51,10 +54,14 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help="Inductor options of torch.compile(options=...), e.g. 'freezing=True'")
     parser.add_argument('--impls', nargs='+', default=[None], metavar='IMPL',
                         help="the backbone's implementations to compile, e.g. 'fast flex' (default: its default)")
+    parser.add_argument('--profile', type=int, default=0, metavar='ROWS',
+                        help='also print the ROWS operators of most self CPU time of each run (torch.profiler)')
     args = parser.parse_args(argv)
     args.options = parse_compile_options(args.options)
-    if args.batch < 1 or args.repeats < 1 or min(args.shape) < 32:
-        raise PreflightError('--batch and --repeats must be at least 1, --shape at least 32 32')
+    if args.profile:
+        args.options['cpp.enable_kernel_profile'] = True
+    if args.batch < 1 or args.repeats < 1 or min(args.shape) < 32 or args.profile < 0:
+        raise PreflightError('--batch and --repeats must be at least 1, --shape at least 32 32, --profile at least 0')
     check_input_size(*args.shape, 'compile')
     check_threads(args.threads)
     check_backbone(args.backbone, args.impls)
@@ -88,6 +95,14 @@ def peak_mib(run: Callable[[], None]) -> float:
     baseline = peak_baseline('cpu')
     run()
     return max(0, peak_now('cpu') - baseline) / 2**20
+
+
+def print_profile(name: str, run: Callable[[], None], rows: int) -> None:
+    """The ``rows`` operators of most self CPU time in one call of ``run``."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        run()
+    print(f'## {name}: one iteration under torch.profiler')
+    print(profile.key_averages().table(sort_by='self_cpu_time_total', row_limit=rows, max_name_column_width=60))
 
 
 def label(kind: str, impl: Optional[str], amp: str, amps: List[str]) -> str:
@@ -135,6 +150,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     for name, run in runs.items():
         ratio = '' if name == eager_name else f': {medians[eager_name] / medians[name]:.2f}x {eager_name}'
         print(f'{name} {medians[name]:.3f} s, peak +{peak_mib(run):.0f} MiB{ratio} (median of {args.repeats})')
+    for name, run in runs.items() if args.profile else ():
+        print_profile(name, run, args.profile)
 
 
 if __name__ == '__main__':
