@@ -7,6 +7,7 @@ import sys
 import pytest
 import torch
 
+from mmrmt.benchmark import models
 from mmrmt.cpu_features import CPUFeatures
 from tool_process import REPO, check_ok, exit_message, run_tool
 
@@ -71,6 +72,30 @@ def test_each_amp_is_a_row_pair_against_eager_float32(monkeypatch, capsys):
         'eager none', 'compiled none', 'eager bf16', 'compiled bf16']
     assert all(line.endswith('x eager none (median of 1)') for line in lines[-3:])
     assert set(autocast_dtypes) == {None, torch.bfloat16}
+
+
+def test_bf32_is_an_eager_row_with_onednn_in_bf16(monkeypatch, capsys):
+    """--amp none bf32: eager and compiled float32, and eager BF32 (no compiled row: Inductor's cache does
+    not key on the setting), the forward run with oneDNN's float32 GEMMs in bf16."""
+    amx = CPUFeatures('Intel(R) Xeon(R) Platinum 8480+', frozenset({'avx512f', 'avx512_bf16', 'amx_bf16'}))
+    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: amx)
+    seen = []
+    monkeypatch.setattr(torch, 'compile', lambda model, **kwargs: model)
+    build = models.build_backbone
+
+    def recording_build(*args):
+        model = build(*args)
+        model.register_forward_pre_hook(lambda *_: seen.append(torch.backends.mkldnn.matmul.fp32_precision))
+        return model
+
+    monkeypatch.setattr(models, 'build_backbone', recording_build)
+    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1',
+                                      '--amp', 'none', 'bf32'])
+    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(' s, ')[0].rsplit(' ', 1)[0] for line in lines[-3:]] == [
+        'eager none', 'compiled none', 'eager bf32']
+    assert 'bf16' in seen and torch.backends.mkldnn.matmul.fp32_precision != 'bf16'
 
 
 def test_profile_prints_each_runs_top_operators(monkeypatch, capsys):

@@ -1,7 +1,7 @@
 """What torch.compile (Inductor) gives a backbone on the CPU at hand: graphs, compile time, speed.
 
     python tools/analysis_tools/compile_report.py --backbone rmt-t [--batch 16] [--shape 224 224]
-        [--mode infer|train] [--amp none [bf16]] [--repeats 5] [--threads N] [--options KEY=VALUE ...]
+        [--mode infer|train] [--amp none [bf16] [bf32]] [--repeats 5] [--threads N] [--options KEY=VALUE ...]
         [--impls IMPL ...] [--profile ROWS]
 
 It prints dynamo's graph count and graph breaks for the forward (``torch._dynamo.explain``), the
@@ -12,8 +12,11 @@ used). ``--impls``: the backbone's implementations to compile, each against the 
 run (e.g. ``--impls fast flex``: RMT's fast form, eager and compiled, and its FlexAttention form
 compiled); the backbone's default one without it. ``infer``: the forward
 without autograd; ``train``: forward and backward of the features' mean square. ``--amp``: the
-autocast dtypes to run each in, ``none`` (float32) and/or ``bf16`` (refused on CPUs without native bf16, as
-the tools' ``--amp``); ``--amp none bf16`` gives the bf16 rows' ratios to eager float32 of the same run.
+precisions to run each in, ``none`` (float32), ``bf16`` (autocast) and ``bf32`` (float32 tensors, oneDNN's
+GEMMs and convolutions in bf16: :mod:`mmrmt.amp.bf32`; an eager row only, since Inductor's cache does not
+key its graphs on that setting and a compiled graph gained nothing from it, docs/benchmark.md); the last two
+refused on CPUs without native bf16, as the tools' ``--amp``. ``--amp none bf16`` gives the bf16 rows'
+ratios to eager float32 of the same run.
 ``--options``: Inductor options of ``torch.compile(options=...)``, e.g. ``freezing=True`` (weights folded
 into the inference graph and prepacked for oneDNN) or ``layout_optimization=False`` (convolutions kept in
 the model's memory layout); a config's training step takes them as ``compile =
@@ -32,6 +35,7 @@ from typing import Callable, List, Optional
 
 import torch
 
+from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.benchmark.checks import check_backbone, check_threads
 from mmrmt.benchmark.compile_options import format_compile_options, parse_compile_options
 from mmrmt.benchmark.memory import peak_baseline, peak_now
@@ -46,8 +50,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--batch', type=int, default=1)
     parser.add_argument('--shape', type=int, nargs=2, default=(224, 224), metavar=('H', 'W'))
     parser.add_argument('--mode', choices=('infer', 'train'), default='infer')
-    parser.add_argument('--amp', nargs='+', choices=('none', 'bf16'), default=['none'],
-                        help="CPU autocast dtypes, each a row pair, the first one's eager run the reference")
+    parser.add_argument('--amp', nargs='+', choices=('none', 'bf16', 'bf32'), default=['none'],
+                        help="CPU precisions, each an eager and a compiled row (bf32: eager only), the first "
+                        "one's eager run the reference")
     parser.add_argument('--repeats', type=int, default=5, help='timed iterations of each')
     parser.add_argument('--threads', type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument('--options', nargs='+', default=[], metavar='KEY=VALUE',
@@ -65,7 +70,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     check_input_size(*args.shape, 'compile')
     check_threads(args.threads)
     check_backbone(args.backbone, args.impls)
-    if 'bf16' in args.amp:
+    if {'bf16', 'bf32'}.intersection(args.amp):
         amp_dtype('cpu')
     return args
 
@@ -74,10 +79,11 @@ def iteration(model: torch.nn.Module, images: torch.Tensor, mode: str, amp: str)
     """One inference or training iteration of ``model`` (or its compiled form) on ``images``."""
     def run() -> None:
         autocast = torch.autocast('cpu', dtype=torch.bfloat16) if amp == 'bf16' else nullcontext()
-        with torch.no_grad() if mode == 'infer' else nullcontext(), autocast:
-            features = model(images)
-        if mode == 'train':
-            sum(feature.float().square().mean() for feature in features).backward()
+        with bf32_gemms() if amp == 'bf32' else nullcontext():
+            with torch.no_grad() if mode == 'infer' else nullcontext(), autocast:
+                features = model(images)
+            if mode == 'train':
+                sum(feature.float().square().mean() for feature in features).backward()
     return run
 
 
@@ -137,6 +143,8 @@ def main(argv: Optional[List[str]] = None) -> None:
                 eager = runs[label('eager', impl, amp, args.amp)] = iteration(model, images, args.mode, amp)
                 eager()  # warm-up: oneDNN's primitives are created on first use
                 eager_seconds[amp] = seconds(eager)
+            if amp == 'bf32':
+                continue
             name = label('compiled', impl, amp, args.amp)
             runs[name] = iteration(compiled, images, args.mode, amp)
             print(f'{name}: compile time {seconds(runs[name]) - eager_seconds[amp]:.1f} s '
