@@ -1,13 +1,10 @@
-"""Whether a checkpoint's weights fit a model (the one check every loader and tool uses), and the
-strict loads built on it.
+"""Whether a checkpoint's weights fit a model (the one check every loader and tool uses), and the strict loads
+built on it.
 
-A file fits when it holds each of the model's keys (but those the model may
-lack in such files) with the model's shape and kind of number (floating point,
-complex, integer, boolean: an int8 tensor cast into a float weight is a
-meaningless number), and no other key. Another dtype of the same kind (a
-float16 file into a float32 model) fits: it is cast as ``load_state_dict``
-does, and :func:`check_fit` logs that in one message. What does not fit is one
-line naming the first offending keys, and the model is left untouched.
+A file fits when it holds each of the model's keys (but those it may lack) with the model's shape and kind
+of number (floating point, complex, integer, boolean: an int8 tensor cast into a float weight is a
+meaningless number), and no other key. Another dtype of the same kind (float16 into float32) is cast as
+``load_state_dict`` does, and logged. What does not fit is one line naming the first offending keys.
 """
 import logging
 from collections import Counter
@@ -61,16 +58,14 @@ def fit_problems(model_specs: Mapping[str, TensorSpec],
                  may_be_missing: Sequence[str] = (),
                  owner_of: Optional[Callable[[str], str]] = None,
                  shape_hint: Optional[Callable[[str], str]] = None) -> List[str]:
-    """What keeps a checkpoint from loading strictly into a model: one phrase per kind of problem
-    (other shapes, other kinds of number, unexpected keys, missing keys), each naming the first few;
-    empty when it fits.
+    """What keeps a checkpoint from loading strictly into a model: one phrase per kind of problem (other
+    shapes, other kinds of number, unexpected keys, missing keys), each naming the first few; empty if it fits.
 
     Args:
         model_specs (Mapping[str, TensorSpec]): The model's (:func:`specs` of its state dict).
         file_specs (Mapping[str, TensorSpec]): The checkpoint's.
         may_be_missing (Sequence[str]): Prefixes of model keys the checkpoint may lack.
-        owner_of (callable, optional): Names the part of the file's network a key belongs to; the
-            unexpected keys' parts are then named too.
+        owner_of (callable, optional): Names the part of the file's network holding an unexpected key.
         shape_hint (callable, optional): Text added after a key whose shapes differ.
     """
     mismatched = [f'{key}: file {tuple(file_specs[key].shape)} vs model {tuple(model_specs[key].shape)}'
@@ -118,12 +113,8 @@ def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, Te
 
 def check_fit(model: nn.Module, state_dict: Mapping[str, torch.Tensor], source: str,
               may_be_missing: Sequence[str] = (), advice: str = 'Is it a checkpoint of another model?') -> None:
-    """Fail unless ``state_dict`` loads into ``model`` strictly (but for keys under ``may_be_missing``);
-    log the casts it needs.
-
-    Raises:
-        ValueError: ``'<source> does not fit <Model>: <problems>. <advice>'``.
-    """
+    """Fail unless ``state_dict`` loads into ``model`` strictly (but for keys under ``may_be_missing``): a
+    ``ValueError`` ``'<source> does not fit <Model>: <problems>. <advice>'``; log the casts it needs."""
     model_specs, file_specs = specs(model.state_dict()), specs(state_dict)
     problems = fit_problems(model_specs, file_specs, may_be_missing=may_be_missing)
     if problems:
@@ -134,20 +125,12 @@ def check_fit(model: nn.Module, state_dict: Mapping[str, torch.Tensor], source: 
 
 
 def load_model_weights(model: nn.Module, checkpoint: object, source: Optional[str] = None) -> object:
-    """Load every weight of ``model`` from ``checkpoint`` strictly: how every tool loads a checkpoint
-    into the model it built.
-
-    Args:
-        model (nn.Module): The built model (e.g. a config's detector).
-        checkpoint (str | dict): A path or URL (read by :func:`read_checkpoint`), or what that returned.
-        source (str, optional): The file as messages name it; the path, or ``'checkpoint'``.
-
-    Returns:
-        The checkpoint as read (its ``meta`` for class names).
+    """Load every weight of ``model`` from ``checkpoint`` strictly (a path or URL read by
+    :func:`read_checkpoint`, or what that returned; ``source`` names it in messages) and return the checkpoint
+    as read: how every tool loads a checkpoint into the model it built.
 
     Raises:
-        FileNotFoundError, ValueError: See :func:`read_checkpoint`, :func:`extract_state_dict`,
-            :func:`check_fit`.
+        FileNotFoundError, ValueError: See :func:`read_checkpoint`, :func:`extract_state_dict`, :func:`check_fit`.
     """
     if isinstance(checkpoint, str):
         source = source or checkpoint
@@ -166,8 +149,8 @@ def load_pretrained(model: nn.Module,
                     prefix: str = '',
                     convert: Optional[Callable[[StateDict], StateDict]] = None,
                     before_load: Optional[Callable[[], None]] = None) -> None:
-    """What ``init_cfg=dict(type='Pretrained')`` runs for a backbone: load ``filename`` strictly but for
-    the differences the backbone declares, and log what was left out (logger ``mmrmt``).
+    """What ``init_cfg=dict(type='Pretrained')`` runs for a backbone: load ``filename`` strictly but for the
+    differences the backbone declares, and log what was left out (logger ``mmrmt``).
 
     Args:
         model (nn.Module): The backbone.
@@ -177,9 +160,6 @@ def load_pretrained(model: nn.Module,
         prefix (str): See :func:`extract_state_dict`.
         convert (callable, optional): Maps a foreign layout to the model's.
         before_load (callable, optional): Called once the file is known to fit, right before loading.
-
-    Raises:
-        ValueError: See :func:`check_fit` (typically a checkpoint of another variant).
     """
     state_dict = extract_state_dict(read_checkpoint(filename), filename, prefix)
     if convert is not None:

@@ -1,10 +1,8 @@
 """Read a checkpoint file or http(s) URL safely and take its weights out: the one read of mmrmt.
 
-A PyTorch file (a zip archive or a legacy pickle) is read by the weights-only
-unpickler (:mod:`.weights_only`); a safetensors file (named ``.safetensors``, or
-recognised by its header) holds tensors and a text header only. Every problem is
-one line naming the file: ``FileNotFoundError``, ``ValueError`` or, for a file
-holding Python objects, :class:`~.weights_only.CheckpointRefusedError`.
+A PyTorch file is read by the weights-only unpickler (:mod:`.weights_only`); a safetensors file (named so,
+or recognised by its header) holds tensors and a text header only. Every problem is one line naming the
+file: ``FileNotFoundError``, ``ValueError`` or, for Python objects, ``CheckpointRefusedError``.
 """
 import json
 import os
@@ -44,12 +42,8 @@ def is_safetensors_name(path: object) -> bool:
 
 
 def fetch_checkpoint(url: str) -> str:
-    """The local copy of ``url`` in torch's hub cache (where mmengine's loaders look too), downloaded
-    unless there; a failed download leaves nothing behind.
-
-    Raises:
-        ValueError: The URL could not be fetched (offline, unknown host, HTTP error), and what to do.
-    """
+    """The local copy of ``url`` in torch's hub cache (where mmengine's loaders look too), downloaded unless
+    there (nothing left behind on failure); a ``ValueError`` saying why not and what to do."""
     folder = osp.join(torch.hub.get_dir(), 'checkpoints')
     local = osp.join(folder, osp.basename(urlparse(url).path) or 'checkpoint.pth')
     if osp.isfile(local):
@@ -97,12 +91,8 @@ def checkpoint_file_problem(filename: str) -> Optional[str]:
 
 
 def read_safetensors(filename: str) -> object:
-    """The tensors of a safetensors file on the CPU, as ``{'state_dict': tensors, 'meta': dict}`` when
-    our converters wrote a ``meta`` (:data:`SAFETENSORS_META_KEY`).
-
-    Raises:
-        ValueError: Not a safetensors file (e.g. a PyTorch file so named), or a truncated or corrupted one.
-    """
+    """The tensors of a safetensors file on the CPU (with our converters' ``meta``: ``{'state_dict', 'meta'}``);
+    a ``ValueError`` for another kind of file, or a truncated or corrupted one."""
     unreadable = f'{filename} is not a readable safetensors file'
     head = file_head(filename)
     if not is_safetensors_head(head):
@@ -154,12 +144,9 @@ def written_by_mmengine(checkpoint: object) -> bool:
 
 
 def extract_state_dict(checkpoint: object, source: str = 'checkpoint', prefix: str = '') -> StateDict:
-    """The weights of ``checkpoint``: ``state_dict`` / ``model`` / ``model_ema`` unwrapped, ``module.``
-    stripped, and only the keys under ``prefix`` (e.g. ``'backbone.'``), without it.
-
-    Raises:
-        ValueError: Naming ``source``: no weights, or entries that are not tensors.
-    """
+    """The weights of ``checkpoint`` (``state_dict`` / ``model`` / ``model_ema`` unwrapped, ``module.`` stripped)
+    under ``prefix`` (e.g. ``'backbone.'``), without it; a ``ValueError`` naming ``source`` if there are none
+    or some are not tensors."""
     if not isinstance(checkpoint, dict):
         raise ValueError(f'{source} holds a {type(checkpoint).__name__}, not a state dict')
     checkpoint = next((checkpoint[key] for key in STATE_DICT_WRAPPERS if isinstance(checkpoint.get(key), dict)),

@@ -1,11 +1,7 @@
-"""The one allow-list of torch's weights-only unpickler, allowed for each of mmrmt's loads only.
-
-Besides tensors and containers a load allows (:func:`checkpoint_safe_globals`)
-the argparse arguments upstream training scripts pickle, numpy arrays, dtypes
-and scalars (numpy 1 and 2 paths) and, where mmengine is installed, its
-``HistoryBuffer`` with its statistic functions (pickled as ``getattr(HistoryBuffer,
-'mean')``: ``builtins.getattr`` resolves only those). Anything else is refused;
-torch's own allow-list is left as the user has it.
+"""The one allow-list of torch's weights-only unpickler, allowed for each of mmrmt's loads only (torch's own
+is left as the user has it): besides tensors and containers, upstream scripts' argparse arguments, numpy
+arrays, dtypes and scalars and, where mmengine is installed, its ``HistoryBuffer`` with its statistic
+functions (pickled as ``getattr(HistoryBuffer, 'mean')``). Anything else is refused.
 """
 import argparse
 import re
@@ -74,12 +70,8 @@ def checkpoint_safe_globals() -> Tuple[SafeGlobal, ...]:
 
 
 def load_with_checkpoint_types(file: object, map_location: object = None) -> object:
-    """``torch.load(file, map_location, weights_only=True)`` allowing :func:`checkpoint_safe_globals`
-    for this load only.
-
-    Raises:
-        pickle.UnpicklingError: The file holds any other object (none of it is built).
-    """
+    """``torch.load(file, map_location, weights_only=True)`` allowing :func:`checkpoint_safe_globals` for this
+    load only (an ``UnpicklingError`` for any other object, none of it built)."""
     with torch.serialization.safe_globals(list(checkpoint_safe_globals())):
         return torch.load(file, map_location=map_location, weights_only=True)
 
@@ -89,12 +81,8 @@ class CheckpointRefusedError(UnpicklingError):
 
 
 def load_weights_only(file: object, map_location: object = None, weights_only: Optional[bool] = None) -> object:
-    """:func:`load_with_checkpoint_types` whatever a caller asks (``weights_only`` is not used): what
-    mmengine's loaders become (the arguments of onedl-mmengine's ``_safe_torch_load``), with no fallback.
-
-    Raises:
-        CheckpointRefusedError: One line naming the file, the reason and the fix.
-    """
+    """:func:`load_with_checkpoint_types` whatever a caller asks (``weights_only`` is not used), with no fallback:
+    what mmengine's loaders become; a :class:`CheckpointRefusedError` names the file, the reason and the fix."""
     try:
         return load_with_checkpoint_types(file, map_location)
     except UnpicklingError as error:

@@ -29,15 +29,9 @@ def work_dir_claim(work_dir: str) -> RunClaim:
 
 
 def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
-    """End with one line before mmengine makes the work dir unless a local ``load_from`` (the checkpoint
-    to load, or with ``resume`` to resume from) is read by :func:`~mmrmt.checkpoint.read_checkpoint`, the
-    gate every launcher passes (mmdet's and mmseg's hand ``load_from`` and ``--resume FILE`` over
-    unchecked); remote paths are left to mmengine's loaders.
-
-    Raises:
-        SystemExit: ``error: --resume|load_from <read_checkpoint's line>; <fix>``.
-        CheckpointRefusedError: The file holds Python objects besides weights.
-    """
+    """End with one line, before mmengine makes the work dir, unless a local ``load_from`` (with ``resume``: to
+    resume from) is read by :func:`~mmrmt.checkpoint.read_checkpoint`: the gate every launcher passes (mmdet's
+    and mmseg's hand ``load_from`` and ``--resume FILE`` over unchecked); a refused pickle raises its own line."""
     if not isinstance(load_from, str) or is_remote(load_from):
         return
     role, fix = (('--resume', 'give a checkpoint this run wrote') if resume else
@@ -91,9 +85,8 @@ class OwnWorkDirRunner(Runner):
             raise
 
     def setup_env(self, env_cfg: dict) -> None:
-        """mmengine's setup (process group, timestamp), then the work dir's claim, the removal of
-        checkpoints a killed run left half-written and, for an automatic resume, the checkpoint to
-        resume from: before anything is written."""
+        """mmengine's setup, then, before anything is written, the work dir's claim, the removal of checkpoints a
+        killed run left half-written and, for an automatic resume, the checkpoint to resume from."""
         super().setup_env(env_cfg)
         self._claim_work_dir()
         out_dir = checkpoint_out_dir(self.cfg)
@@ -151,9 +144,8 @@ class OwnWorkDirRunner(Runner):
         keep_checkpoint_paths_own(self.message_hub, folder)
 
     def save_checkpoint(self, out_dir: str, filename: str, *args, **kwargs) -> None:
-        """mmengine's, writing a local checkpoint whole or not at all: to a temporary file beside
-        it, then moved into place. A failure (e.g. a full disk) leaves no partial file and ends
-        the run with one line naming the last complete checkpoint."""
+        """mmengine's, writing a local checkpoint whole or not at all (a temporary file moved into place); a failure
+        leaves no partial file and ends the run with one line naming the last complete checkpoint."""
         if is_remote(out_dir):
             return super().save_checkpoint(out_dir, filename, *args, **kwargs)
         destination = osp.join(out_dir, filename)
@@ -177,8 +169,7 @@ class OwnWorkDirRunner(Runner):
             self._release_work_dir()
 
     def _claim_work_dir(self) -> None:
-        """Rank 0 claims the work dir; every rank learns whether it got it (no rank waits on one
-        that has left) and, if not, ends the process."""
+        """Rank 0 claims the work dir; every rank learns whether it got it and, if not, ends the process."""
         refusal = [None]
         if self.rank == 0:
             self._work_dir_claim = work_dir_claim(self.work_dir)

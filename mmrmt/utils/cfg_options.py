@@ -52,9 +52,6 @@ def add_cfg_options(parser: argparse.ArgumentParser, example: str = 'train_cfg.m
         help=f'override config settings, e.g. {example}; lists as key="[a,b]" (no spaces)')
 
 
-CLOSERS = {'(': ')', '[': ']', '{': '}'}
-
-
 def unquoted(text: str) -> Iterator[Tuple[int, str, int]]:
     """(position, character, bracket depth after it) of each character of ``text`` outside quotes."""
     depth, quote = 0, None
@@ -84,6 +81,7 @@ def encloses(text: str, opener: str) -> bool:
 
 
 def parse_dict_call(inside: str, pair: str) -> dict:
+    """The dict ``dict(<inside>)`` writes."""
     result = {}
     for entry in split_top_level(inside):
         key, equals, value = entry.partition('=')

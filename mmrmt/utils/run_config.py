@@ -44,17 +44,9 @@ def load_run_config(config: str,
                     cfg_options: Optional[Sequence[str]] = None,
                     launcher: str = 'none',
                     work_dir: Optional[str] = None) -> Config:
-    """Load ``config`` and prepare it for a run on this machine.
-
-    Args:
-        config (str): Config file path.
-        cfg_options (Sequence[str], optional): ``--cfg-options`` ``KEY=VALUE`` strings (checked).
-        launcher (str): 'none', 'pytorch', 'slurm' or 'mpi' (only 'pytorch' without CUDA).
-        work_dir (str, optional): Overrides the config's; without either, ``./work_dirs/<config name>``.
-
-    Raises:
-        PreflightError: The config or an override is wrong, or a CPU run asks for another launcher.
-    """
+    """Load ``config`` with its ``--cfg-options`` (checked) and prepare it for a run on this machine: ``launcher``
+    ('none', 'pytorch', 'slurm' or 'mpi'; only 'pytorch' without CUDA), ``work_dir`` (else the config's, else
+    ``./work_dirs/<config name>``); a :class:`PreflightError` for a bad config, override or launcher."""
     cfg = apply_cfg_options(read_config(config), cfg_options)
     cfg.launcher = launcher
     if work_dir is not None:
