@@ -69,19 +69,11 @@ def scan_tokens(text: str) -> None:
             previous = token
 
 
-def checked_number(node: ast.expr, value: Any) -> Any:
-    """``value`` of number literal ``node`` if it is finite (``1e999`` reads as inf)."""
-    parts = (value.real, value.imag) if isinstance(value, complex) else (value, )
-    if isinstance(value, int) or all(math.isfinite(part) for part in parts):
-        return value
-    raise NotPlainData(f'line {node.lineno}: a number too large to be finite (it reads as {value!r})')
-
-
 def checked_constant(node: ast.Constant) -> Any:
-    """The value of a constant, numbers and strings checked."""
+    """The value of a constant: a finite number (``1e999`` reads as inf), a string without a template."""
     value = node.value
-    if isinstance(value, (int, float, complex)) and not isinstance(value, bool):
-        return checked_number(node, value)
+    if isinstance(value, (float, complex)) and not all(math.isfinite(part) for part in (value.real, value.imag)):
+        raise NotPlainData(f'line {node.lineno}: a number too large to be finite (it reads as {value!r})')
     if isinstance(value, (str, bytes)):
         text = value if isinstance(value, str) else value.decode('latin-1')
         if TEMPLATE.search(text):
@@ -125,16 +117,6 @@ def literal_value(node: ast.expr) -> Any:
     raise NotPlainData(f'line {node.lineno}: {ast.unparse(node)[:80]!r} is not a literal')
 
 
-def parse_scanned(text: str) -> ast.Module:
-    """``text`` parsed after :func:`scan_tokens` passed it (a ``SyntaxError`` said by the parser)."""
-    try:
-        scan_tokens(text)
-    except (SyntaxError, tokenize.TokenError) as error:  # what came before was scanned
-        ast.parse(text)  # raises SyntaxError at that place
-        raise SyntaxError(str(error.args[0])) from None
-    return ast.parse(text)
-
-
 def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]:
     """The settings of a saved config ``text``, each ``name = literal`` line read as data.
 
@@ -151,7 +133,12 @@ def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]
         raise ValueError(f'{refused}: it is {len(text):,} characters long (at most {MAX_TEXT_CHARS:,} '
                          f'are read); {fix}')
     try:
-        tree = parse_scanned(text)
+        try:
+            scan_tokens(text)
+        except (SyntaxError, tokenize.TokenError) as error:  # what came before was scanned:
+            ast.parse(text)  # the parser raises SyntaxError at that place
+            raise SyntaxError(str(error.args[0])) from None
+        tree = ast.parse(text)
     except NotPlainData as error:
         raise ValueError(f'{refused}: {error}; {fix}') from None
     except SyntaxError as error:
