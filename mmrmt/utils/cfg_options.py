@@ -53,17 +53,19 @@ def add_cfg_options(parser: argparse.ArgumentParser, example: str = 'train_cfg.m
 
 
 def unquoted(text: str) -> Iterator[Tuple[int, str, int]]:
-    """(position, character, bracket depth after it) of each character of ``text`` outside quotes."""
+    """(position, character, bracket depth after it) of each character of ``text`` outside quotes; an unclosed
+    quote last, at position ``len(text)``."""
     depth, quote = 0, None
     for position, char in enumerate(text):
         if quote is not None:
             quote = None if char == quote else quote
-            continue
-        if char in '\'"':
+        elif char in '\'"':
             quote = char
-            continue
-        depth += (char in CLOSERS) - (char in CLOSERS.values())
-        yield position, char, depth
+        else:
+            depth += (char in CLOSERS) - (char in BRACKETS)
+            yield position, char, depth
+    if quote is not None:
+        yield len(text), quote, depth
 
 
 def split_top_level(text: str) -> List[str]:
@@ -125,22 +127,17 @@ def parse_cfg_options(pairs: Sequence[str]) -> Dict[str, Any]:
 
 
 def bracket_problem(value: str) -> Optional[str]:
-    """Where the brackets of ``value`` do not balance (quoted text skipped), None if they do."""
+    """Where the brackets of ``value`` do not balance, or a quote is not closed; None if neither."""
     opened: List[Tuple[str, int]] = []
-    quote = None
-    for position, char in enumerate(value, 1):
-        if quote is not None:
-            quote = None if char == quote else quote
-        elif char in '\'"':
-            quote = char
-        elif char in '([{':
-            opened.append((char, position))
+    for position, char, _ in unquoted(value):
+        if char in '\'"':
+            return f'the value has an unclosed {char}'
+        if char in CLOSERS:
+            opened.append((char, position + 1))
         elif char in BRACKETS:
             if not opened or opened[-1][0] != BRACKETS[char]:
-                return f'the {char!r} at character {position} of the value closes no {BRACKETS[char]!r}'
+                return f'the {char!r} at character {position + 1} of the value closes no {BRACKETS[char]!r}'
             opened.pop()
-    if quote is not None:
-        return f'the value has an unclosed {quote}'
     if opened:
         char, position = opened[0]
         return f'the {char!r} at character {position} of the value is never closed'
