@@ -68,23 +68,23 @@ def check_writable(path: str, what: str, is_dir: bool) -> None:
         raise PreflightError(f'{what} {path} cannot be created: {existing} is not writable')
 
 
-def check_device(device: Optional[str], what: str = '--device') -> None:
+def check_device(device: Optional[str]) -> None:
     """Fail unless ``device`` is None, ``'cpu'``, or a CUDA device torch sees here (e.g. ``'cuda:1'``)."""
     if device is None:
         return
     try:
         parsed = torch.device(device)
     except RuntimeError:
-        raise PreflightError(f"{what} {device!r} is not a device: give 'cpu', 'cuda' or 'cuda:N'") from None
+        raise PreflightError(f"--device {device!r} is not a device: give 'cpu', 'cuda' or 'cuda:N'") from None
     if parsed.type == 'cpu':
         return
     if parsed.type != 'cuda':
-        raise PreflightError(f"{what} {device}: this tool runs on 'cpu' or 'cuda' devices")
+        raise PreflightError(f"--device {device}: this tool runs on 'cpu' or 'cuda' devices")
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if count == 0:
-        raise PreflightError(f'{what} {device}: torch sees no CUDA device here; use --device cpu')
+        raise PreflightError(f'--device {device}: torch sees no CUDA device here; use --device cpu')
     if parsed.index is not None and parsed.index >= count:
-        raise PreflightError(f'{what} {device}: torch sees {count} CUDA device(s), cuda:0 to cuda:{count - 1}')
+        raise PreflightError(f'--device {device}: torch sees {count} CUDA device(s), cuda:0 to cuda:{count - 1}')
 
 
 def check_input_size(height: int, width: int, purpose: str) -> None:
