@@ -1,9 +1,7 @@
-"""What our train.py and test.py add to the runner's checkpoint gate (:class:`~mmrmt.engine.OwnWorkDirRunner`
-reads every ``load_from`` first, in any launcher): before the run starts, a ``--resume`` file must be a
-training checkpoint whose ``meta['config']`` is plain data, and the model the config describes must find each
-of its weights in the file, with the same shape and kind of number, and nothing more (mmengine would load
-whatever keys match, with a warning, and a checkpoint of another model would evaluate random weights);
-``--allow-partial-load`` skips that last check. Casts to the model's dtypes are said in the log.
+"""What our train.py and test.py add, before the run, to the checkpoint gate of the runner (which reads every
+``load_from`` in any launcher): a ``--resume`` file is a training checkpoint whose ``meta['config']`` is plain
+data, and the config's model finds each of its weights in the file, with the same shape and kind of number,
+and nothing more (mmengine would load the keys that match, with a warning), unless ``--allow-partial-load``.
 """
 import logging
 import os.path as osp
@@ -41,17 +39,12 @@ def latest_checkpoint(work_dir: str, out_dir: Optional[str] = None) -> str:
 
 
 def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[Dict[str, TensorSpec]]:
-    """The shapes and dtypes of the weights of the checkpoint a run will load (None for a remote path other
-    than http(s), left to the runner).
-
-    Args:
-        path (str): Local path or URL.
-        role (str): What the file is for, in messages (e.g. ``'--resume checkpoint'``).
-        resume (bool): Whether training resumes from it (it must hold the training state).
+    """The shapes and dtypes of the weights of the checkpoint ``path`` (local or URL; None for another remote
+    path, left to the runner) a run will load as ``role`` (e.g. ``'--resume checkpoint'``), ``resume`` from it or not.
 
     Raises:
-        PreflightError: The file is missing or unreadable (one line of :func:`read_checkpoint`), or ``resume``
-            and it is not a training checkpoint or its ``meta['config']`` is not plain data.
+        PreflightError: The file is missing or unreadable, or ``resume`` and it is not a training checkpoint or
+            its ``meta['config']`` is not plain data.
     """
     if is_remote(path) and not is_url(path):
         return None
@@ -104,13 +97,9 @@ def config_model_specs(cfg: Config) -> Dict[str, TensorSpec]:
 
 def check_run_checkpoint(cfg: Config, model_specs: Mapping[str, TensorSpec], path: str, role: str,
                          resume: bool = False, allow_partial: bool = False) -> None:
-    """Fail before the run unless ``path`` is readable (:func:`read_run_checkpoint`) and holds the whole
-    model of ``cfg`` (``model_specs``: :func:`config_model_specs`); ``allow_partial``: compare only the kinds
-    of number of the tensors both hold.
-
-    Raises:
-        PreflightError: The problems of :func:`~mmrmt.checkpoint.fit_problems` in one line.
-    """
+    """Fail before the run unless ``path`` is readable (:func:`read_run_checkpoint`) and holds the whole model
+    of ``cfg`` (``model_specs``: :func:`config_model_specs`), naming the problems of
+    :func:`~mmrmt.checkpoint.fit_problems`; ``allow_partial``: only the kinds of number of the tensors both hold."""
     file_specs = read_run_checkpoint(path, role, resume)
     if file_specs is None:
         return
