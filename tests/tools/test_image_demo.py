@@ -11,14 +11,11 @@ from typing import List
 
 import cv2
 import numpy as np
-import pytest
 import torch
 from pycocotools import mask as mask_utils
 
-from mmrmt.apis import check_test_scale, collect_images, output_files, read_image_sizes
-from mmrmt.apis.image_inference import resolve_palette
+from mmrmt.apis import output_files
 from mmrmt.datasets import DEMO_DET_CLASSES, DEMO_SEG_CLASSES
-from mmrmt.utils import PreflightError
 from tool_process import DET_CONFIG, SEG_CONFIG, exit_message, run_tool
 
 IMAGE_DEMO = '../demo/image_demo.py'  # run_tool runs scripts relative to tools/
@@ -115,78 +112,6 @@ def test_weights_of_another_model_are_refused(det_work_dir, demo_root, tmp_path)
     assert error.startswith('error: the --weights checkpoint does not fit EncoderDecoder: ')
     assert 'missing keys (auxiliary_head.' in error and 'unexpected keys (' in error
     assert not (tmp_path / 'out').exists()
-
-
-def test_inputs_are_checked_before_the_model(tmp_path):
-    with pytest.raises(PreflightError, match='input not found: .*nothing.jpg'):
-        collect_images(str(tmp_path / 'nothing.jpg'))
-    with pytest.raises(PreflightError, match='no images'):
-        collect_images(str(tmp_path))
-    with pytest.raises(PreflightError, match=r'no file matches .*\*.png'):
-        collect_images(str(tmp_path / '*.png'))
-    (tmp_path / 'a').mkdir()
-    cv2.imwrite(str(tmp_path / 'a' / 'x.png'), np.zeros((4, 4, 3), np.uint8))
-    (tmp_path / 'b').mkdir()
-    (tmp_path / 'b' / 'x.jpg').write_bytes(b'')
-    (tmp_path / 'b' / 'notes.txt').write_text('not an image')
-    found = collect_images(str(tmp_path / '**' / 'x.*'))
-    assert found == [tmp_path / 'a' / 'x.png', tmp_path / 'b' / 'x.jpg']
-    assert collect_images(str(tmp_path / 'b')) == [tmp_path / 'b' / 'x.jpg']
-    sizes, problems = read_image_sizes(found)
-    assert sizes == {tmp_path / 'a' / 'x.png': (4, 4)} and list(problems) == [tmp_path / 'b' / 'x.jpg']
-    with pytest.raises(PreflightError, match='would write the same output files'):
-        output_files(found, tmp_path / 'out', force=False)
-
-
-def test_palettes_by_name():
-    from mmdet.datasets import CocoDataset
-    from mmseg.utils import get_palette
-    assert resolve_palette('coco', 'mmdet', 3) == list(CocoDataset.METAINFO['palette'][:3])
-    assert resolve_palette('ade20k', 'mmseg', 5) == [tuple(colour) for colour in get_palette('ade20k')[:5]]
-    colours = resolve_palette('random', 'mmseg', 5)
-    assert len(set(colours)) == 5 and colours == resolve_palette('random', 'mmdet', 5)
-    with pytest.raises(PreflightError, match="unknown --palette 'ade20k': .*mmdet: coco, voc, citys"):
-        resolve_palette('ade20k', 'mmdet', 3)
-    with pytest.raises(PreflightError, match='--palette voc has 21 colours for 30 classes'):
-        resolve_palette('voc', 'mmseg', 30)
-
-
-def test_an_image_the_test_scale_shrinks_to_nothing_is_refused_before_the_model(tmp_path, monkeypatch, capsys):
-    """The test configs resize to fit 64x64: a 10000x50 image would become 64x0 pixels
-    (a cv2.resize traceback after the model was built)."""
-    wide = tmp_path / 'wide.png'
-    cv2.imwrite(str(wide), np.full((50, 10000, 3), 128, np.uint8))
-    for config in (DET_CONFIG, SEG_CONFIG):
-        message = exit_message(IMAGE_DEMO, [wide, config, '--out-dir', tmp_path / 'out', '--device', 'cpu'],
-                               monkeypatch, capsys)
-        assert message == (
-            f"error: {wide} (10000x50 pixels) would be resized to 64x0 by the config's test pipeline "
-            '(Resize to (64, 64)); crop it to a less extreme shape, or use a config with a larger test scale')
-    assert sorted(path.name for path in tmp_path.iterdir()) == ['wide.png']
-
-
-def test_test_scale_follows_mmcv_resize():
-    from mmengine.config import Config
-    cfg = Config(dict(test_dataloader=dict(dataset=dict(pipeline=[
-        dict(type='LoadImageFromFile'), dict(type='mmdet.Resize', scale=(1333, 800), keep_ratio=True)]))))
-    check_test_scale(cfg, {Path('tall.png'): (20000, 8)})  # 0.53 pixels wide: rounded to one column
-    with pytest.raises(PreflightError, match=r'tall\.png \(7x20000 pixels\) would be resized to 0x1333'):
-        check_test_scale(cfg, {Path('tall.png'): (20000, 7)})
-    cfg.test_dataloader.dataset.pipeline[1] = dict(type='Resize', scale=(64, 64), keep_ratio=False)
-    check_test_scale(cfg, {Path('wide.png'): (50, 10000)})  # stretched to 64x64
-
-
-def test_out_dir_naming_a_file_is_refused_before_the_model(demo_root, tmp_path, monkeypatch, capsys):
-    image = demo_root / 'ade' / 'images' / 'validation' / 'validation_0000.jpg'
-    a_file = tmp_path / 'notes.txt'
-    a_file.write_text('a user file')
-    message = exit_message(IMAGE_DEMO, [image, SEG_CONFIG, '--out-dir', a_file, '--device', 'cpu'],
-                           monkeypatch, capsys)
-    assert message == f'error: --out-dir {a_file} exists and is not a folder'
-    message = exit_message(IMAGE_DEMO, [image, SEG_CONFIG, '--out-dir', a_file / 'out', '--device', 'cpu'],
-                           monkeypatch, capsys)
-    assert message == f'error: --out-dir {a_file / "out"} cannot be created: {a_file} is a file, not a folder'
-    assert a_file.read_text() == 'a user file' and sorted(tmp_path.iterdir()) == [a_file]
 
 
 def model_weights_file(config: Path, folder: Path) -> Path:
