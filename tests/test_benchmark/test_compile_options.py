@@ -1,10 +1,10 @@
 """compile_report.py's --options (parse_compile_options): Inductor options read as mmengine reads a scalar and
-judged by torch's Inductor, each bad one a line naming it; and the input size it compiles at, bounded."""
+judged by torch's Inductor, each bad one a line naming it."""
 import pytest
 import torch
 
 from mmrmt.benchmark.compile_options import format_compile_options, parse_compile_options
-from mmrmt.utils import PreflightError, check_input_size
+from mmrmt.utils import PreflightError
 
 
 def test_options_are_read_as_scalars_and_given_back_with_underscores():
@@ -23,11 +23,3 @@ def test_a_bad_option_is_one_line(pair, message):
     with pytest.raises(PreflightError) as error:
         parse_compile_options([pair])
     assert str(error.value) == message
-
-
-def test_an_input_too_large_to_compile_is_one_line():
-    with pytest.raises(PreflightError) as error:
-        check_input_size(30000, 30000, 'compile')
-    assert str(error.value) == (
-        "--shape 30000 30000 is too large to compile: at most 4096 pixels a side and 4,194,304 pixels in all (the "
-        "model's attention memory grows with the square of the pixels)")
