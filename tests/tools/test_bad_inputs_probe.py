@@ -1,8 +1,10 @@
-"""The bad-input probe: every tool, and mmdet's and mmseg's own train.py, given inputs users get
-wrong, ends with one `error:` line naming the problem, exit status non-zero, nothing written.
+"""The bad-input probe: every script of tools/ and demo/, and mmdet's and mmseg's own train.py, given
+inputs users get wrong, ends with one `error:` line naming the problem, exit status non-zero, nothing written.
 
 Each row of :data:`ROWS` is (tool, arguments, a part of the expected line). Arguments name the
-bad files of the ``bad`` fixture as ``{name}``. A row is
+bad files of the ``bad`` fixture as ``{name}``. A check several tools share (the config, --cfg-options,
+a checkpoint, an ONNX file) runs once through each tool that calls it, the kinds of bad input it refuses
+taken in turn; the exact line of every kind is its unit test's, beside the check's module. A row is
 GOOD when the tool exits with exactly one line, starting ``error:`` and holding the expected
 part, printed nothing else, and left the folder it ran in as it was; POOR when the line is
 right but comes late or among other lines (allowed only for the rows of :data:`POOR`); BAD
@@ -38,8 +40,7 @@ from tool_process import (DET_CONFIG, READ_BY_MMSEG_TOOLS, REPO, SEG_CONFIG, TES
 #: The rows whose right line comes late or among other lines (at most 5 may).
 POOR: Dict[str, str] = {}
 
-#: Each kind of bad input goes through one tool; every kind a check refuses is its unit test's
-#: (tests/test_utils, tests/test_checkpoint): here each tool ends with the line and writes nothing.
+#: The bad files of each kind, {name: a part of the line}.
 SAVED_CONFIGS = {
     'code': ("a = __import__('os').system('touch PWNED')", "the operator '.' is not part of a literal"),
     'hex': ('a = 0x' + 'f' * 5000, 'a number of 5,002 characters'),
