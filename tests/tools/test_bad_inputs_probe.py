@@ -41,10 +41,9 @@ from tool_process import (DET_CONFIG, READ_BY_MMSEG_TOOLS, REPO, SEG_CONFIG, TES
 POOR: Dict[str, str] = {}
 
 #: The bad files of each kind, {name: a part of the line}.
-SAVED_CONFIGS = {
-    'code': ("a = __import__('os').system('touch PWNED')", "the operator '.' is not part of a literal"),
-    'hex': ('a = 0x' + 'f' * 5000, 'a number of 5,002 characters'),
-}
+#: Saved config texts a resume (meta.config) and a converter (meta.cfg) would read: code, and a number
+#: too long to read.
+SAVED_CONFIGS = {'resume_code': "a = __import__('os').system('touch PWNED')", 'trained_hex': 'a = 0x' + 'f' * 5000}
 
 ONNX_FILES = {
     'onnx_pickle': 'is a pickle (a PyTorch checkpoint?), not an ONNX model',
@@ -143,8 +142,9 @@ def rows() -> List[Row]:
     table += [(tool, [*args, '--cfg-options', option], line)
               for (tool, args), (option, line) in zip(config_tools('{det}'), OPTIONS.items())]
     table += [
-        ('train.py', ['{det}', '--work-dir', 'work', '--resume', '{resume_code}'], SAVED_CONFIGS['code'][1]),
-        ('model_converters/rmt_to_mmrmt.py', ['{trained_hex}', 'converted.pth'], SAVED_CONFIGS['hex'][1]),
+        ('train.py', ['{det}', '--work-dir', 'work', '--resume', '{resume_code}'],
+         "the operator '.' is not part of a literal"),
+        ('model_converters/rmt_to_mmrmt.py', ['{trained_hex}', 'converted.pth'], 'a number of 5,002 characters'),
         ('train.py', ['{det}', '--work-dir', '{lock_fifo}'], LOCKS['lock_fifo']),
         ('test.py', ['{det}', '{ckpt_text}', '--work-dir', '{lock_folder}'], LOCKS['lock_folder']),
         ('misc/demo.py', ['--work-dir', 'work', '--cfg-options', 'train_cfg.max_iters=0'],
@@ -383,10 +383,11 @@ def bad(tmp_path_factory) -> Dict[str, str]:
     (folder / 'cut.pth').write_bytes(whole.read_bytes()[:len(whole.read_bytes()) // 2])
     paths.update(ckpt_empty=folder / 'empty.pth', ckpt_text=folder / 'text.pth', ckpt_cut=folder / 'cut.pth',
                  ckpt_missing=folder / 'none.pth')
-    for name, (text, _) in SAVED_CONFIGS.items():
-        torch.save(checkpoint_with({'iter': 2, 'config': text, 'cfg': text}), folder / f'resume_{name}.pth')
-        torch.save(checkpoint_with({'cfg': text, 'mmengine_version': '0.10.7'}), folder / f'trained_{name}.pth')
-        paths.update({f'{kind}_{name}': folder / f'{kind}_{name}.pth' for kind in ('resume', 'trained')})
+    for name, text in SAVED_CONFIGS.items():
+        meta = ({'iter': 2, 'config': text, 'cfg': text} if name.startswith('resume') else
+                {'cfg': text, 'mmengine_version': '0.10.7'})
+        torch.save(checkpoint_with(meta), folder / f'{name}.pth')
+        paths[name] = folder / f'{name}.pth'
     graphs = folder / 'graphs'
     graphs.mkdir()
     (folder / 'secret.bin').write_bytes(bytes(36))
