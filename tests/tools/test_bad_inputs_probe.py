@@ -147,6 +147,9 @@ def rows() -> List[Row]:
         ('model_converters/rmt_to_mmrmt.py', ['{trained_hex}', 'converted.pth'], 'a number of 5,002 characters'),
         ('train.py', ['{det}', '--work-dir', '{lock_fifo}'], LOCKS['lock_fifo']),
         ('test.py', ['{det}', '{ckpt_text}', '--work-dir', '{lock_folder}'], LOCKS['lock_folder']),
+        ('train.py', ['{det}', '--auto-scale-lr', '--work-dir', 'work', '--cfg-options', 'auto_scale_lr=None'],
+         '--auto-scale-lr needs auto_scale_lr = dict(base_batch_size=N) in the config: N, the total batch size its '
+         'learning rate was set for'),
         ('misc/demo.py', ['--work-dir', 'work', '--cfg-options', 'train_cfg.max_iters=0'],
          '--cfg-options: train_cfg.max_iters must be an int >= 1, got 0'),
         ('train.py', ['{det}', '--work-dir', 'work', '--cfg-options', 'train_dataloader.dataset.data_root={bad}/none'],

@@ -44,11 +44,3 @@ def test_auto_scale_lr_scales_by_the_batch_ratio(det_work_dir, demo_root, tmp_pa
     plain = load_checkpoint(det_work_dir / 'iter_4.pth')['optimizer']['param_groups']
     assert [group['initial_lr'] for group in plain] == [1e-3] * len(plain)
     assert [group['initial_lr'] for group in scaled] == [0.5e-3] * len(plain)
-
-
-def test_auto_scale_lr_needs_a_base_batch_size(tmp_path, monkeypatch, capsys):
-    message = exit_message('train.py', [DET_CONFIG, '--auto-scale-lr', '--work-dir', tmp_path / 'work',
-                                        '--cfg-options', 'auto_scale_lr=None'], monkeypatch, capsys)
-    assert message == ('error: --auto-scale-lr needs auto_scale_lr = dict(base_batch_size=N) in the config: N, '
-                       'the total batch size its learning rate was set for')
-    assert not (tmp_path / 'work').exists()
