@@ -27,3 +27,17 @@ def test_a_decompression_bomb_is_refused_from_its_header(tmp_path):
     with pytest.raises(PreflightError, match=r'^\S+bomb.png is 20000x20000 pixels, more than the demo takes '
                                              r'\(67,108,864 pixels, e\.g\. 8192x8192\); shrink it first$'):
         read_image(bomb)
+
+
+def test_a_file_that_is_no_image_is_one_line(tmp_path):
+    """A truncated JPEG is refused too, though OpenCV's imread decodes it (half grey, with a warning)."""
+    Image.new('RGB', (132, 100), (200, 120, 40)).save(tmp_path / 'whole.jpg')
+    whole = (tmp_path / 'whole.jpg').read_bytes()
+    (tmp_path / 'truncated.jpg').write_bytes(whole[:len(whole) // 2])
+    (tmp_path / 'broken.jpg').write_bytes(b'not an image')
+    for name, problem in (('truncated.jpg', 'is not a decodable image (corrupt, truncated or another format)'),
+                          ('broken.jpg', 'is not a decodable image (corrupt, truncated or another format)'),
+                          ('missing.jpg', 'cannot be read (No such file or directory)')):
+        with pytest.raises(PreflightError) as error:
+            read_image(tmp_path / name)
+        assert str(error.value) == f'{tmp_path / name} {problem}'

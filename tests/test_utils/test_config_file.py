@@ -36,6 +36,13 @@ def test_a_circle_of_bases_is_named_before_mmengine_recurses(tmp_path):
                                               f'{tmp_path}/child.py')
 
 
+def test_a_config_that_is_its_own_base(tmp_path):
+    (tmp_path / 'self.py').write_text("_base_ = ['./self.py']\nx = 1\n")
+    path = tmp_path / 'self.py'
+    assert refusal(path) == (f'config {path}: its _base_ files are circular ({path} -> {path}); remove the _base_ '
+                             f'entry of {path} that names {path}')
+
+
 def test_a_config_that_raises_is_one_line(tmp_path):
     (tmp_path / 'raises.py').write_text("x = {}['missing']\n")
     assert refusal(tmp_path / 'raises.py').startswith(f'config {tmp_path}/raises.py could not be loaded: ')

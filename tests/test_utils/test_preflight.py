@@ -1,7 +1,8 @@
-"""Output checks the tools run before anything is written."""
+"""Checks the tools run before anything is written: outputs, and the data a config reads."""
 import pytest
+from mmengine.config import Config
 
-from mmrmt.utils import PreflightError, check_new_file, check_writable
+from mmrmt.utils import PreflightError, check_dataloader_paths, check_evaluator_files, check_new_file, check_writable
 
 
 def test_writable_paths_pass_without_being_created(tmp_path):
@@ -53,3 +54,25 @@ def test_new_file_is_never_an_input(force, tmp_path):
                                          'another destination')
     check_new_file(str(tmp_path / 'images_b.png'), 'destination', force=force, inputs=inputs)
     assert source.read_text() == 's' and list(images.iterdir()) == []
+
+
+def test_missing_data_is_named_with_its_loader_and_the_demo_data(tmp_path):
+    coco = tmp_path / 'coco'
+    (coco / 'val').mkdir(parents=True)
+    loader = dict(dataset=dict(type='ConcatDataset', datasets=[dict(data_root=f'{coco}/', ann_file='missing.json',
+                                                                    data_prefix=dict(img='val/'))]))
+    cfg = Config(dict(train_dataloader=dict(dataset=dict(data_root=str(tmp_path / 'no_data'))), test_dataloader=loader,
+                      test_evaluator=dict(type='CocoMetric', ann_file=str(coco / 'missing.json'))))
+    for check, names, what in ((check_dataloader_paths, ['train_dataloader'], f'data root of train_dataloader not '
+                                f'found: {tmp_path}/no_data'),
+                               (check_dataloader_paths, ['val_dataloader', 'test_dataloader'], 'annotation file of '
+                                f'test_dataloader not found: {coco}/missing.json'),
+                               (check_evaluator_files, ['test_evaluator'], 'annotation file of test_evaluator not '
+                                f'found: {coco}/missing.json')):
+        with pytest.raises(PreflightError) as error:
+            check(cfg, names)
+        assert str(error.value).startswith(f'{what} (set it with --cfg-options, or ')
+        assert 'make_demo_data.py' in str(error.value)
+    (coco / 'missing.json').write_text('{}')
+    check_dataloader_paths(cfg, ['test_dataloader'])
+    check_evaluator_files(cfg, ['test_evaluator'])

@@ -74,7 +74,6 @@ def test_uses_the_models_own_evaluation_transform(known_weights, images, classif
 
 
 @pytest.mark.parametrize('arguments, message', [
-    (['missing.jpg', '--model', 'rest_lite'], r'^error: input not found: missing\.jpg'),
     (['{images}/orange.jpg', '--model', 'rest_tiny'],
      r"^error: --model rest_tiny is not one of mmrmt's timm models: rest_base, rest_large, rest_lite, .*rmt_t$"),
     (['{images}/orange.jpg', '--model', 'rest_small'],

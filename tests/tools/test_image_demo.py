@@ -1,9 +1,8 @@
 """demo/image_demo.py on the demo data, as a user runs it: pictures and JSON
 predictions for every readable image, a one-line error for the others.
 
-The runs that build a model are subprocesses, as users run the demo; the
-refusals before the model run the script in this process
-(tool_process.exit_message): the same code, without a fresh interpreter each."""
+The runs that build a model are subprocesses, as users run the demo; a refusal before the model runs the
+script in this process (tool_process.exit_message; the others are rows of test_bad_inputs_probe.py)."""
 import json
 import shutil
 from pathlib import Path
@@ -11,14 +10,9 @@ from typing import List
 
 import cv2
 import numpy as np
-import pytest
-import torch
 from pycocotools import mask as mask_utils
 
-from mmrmt.apis import check_test_scale, collect_images, output_files, read_image_sizes
-from mmrmt.apis.image_inference import resolve_palette
 from mmrmt.datasets import DEMO_DET_CLASSES, DEMO_SEG_CLASSES
-from mmrmt.utils import PreflightError
 from tool_process import DET_CONFIG, SEG_CONFIG, exit_message, run_tool
 
 IMAGE_DEMO = '../demo/image_demo.py'  # run_tool runs scripts relative to tools/
@@ -75,13 +69,17 @@ def test_detection_demo_with_trained_weights(det_work_dir, demo_root, tmp_path):
         assert masks.shape == (SIZE, SIZE, count)
 
 
-def test_segmentation_demo_on_a_glob(demo_root, tmp_path):
+def test_segmentation_demo_on_a_glob_replacing_a_picture_with_force(demo_root, tmp_path):
     folder, out_dir = tmp_path / 'images', tmp_path / 'out'
     images = three_images_and_a_corrupt_one(demo_root / 'ade' / 'images' / 'validation', folder)
-    result = run_tool([IMAGE_DEMO, f'{folder}/*.jpg', SEG_CONFIG, '--out-dir', out_dir,
+    (out_dir / 'vis').mkdir(parents=True)
+    (out_dir / 'vis' / images[0].name).write_bytes(b'a user file')  # without --force: one line (below)
+    result = run_tool([IMAGE_DEMO, f'{folder}/*.jpg', SEG_CONFIG, '--out-dir', out_dir, '--force',
                        '--device', 'cpu', '--palette', 'ade20k', '--picture-scale', '3'])
     assert_reports_corrupt_image(result, folder)
     assert_pictures_written(out_dir, images, scale=3)  # the label maps below stay image-sized
+    assert sorted(path.name for path in (out_dir / 'preds').iterdir()) == [
+        f'{image.stem}.json' for image in images], 'temporary files left behind'
     for image in images:
         record = json.loads((out_dir / 'preds' / f'{image.stem}.json').read_text())
         assert record['classes'] == list(DEMO_SEG_CLASSES)
@@ -95,15 +93,10 @@ def test_existing_outputs_need_force(demo_root, tmp_path, monkeypatch, capsys):
     picture = out_dir / 'vis' / image.name
     picture.parent.mkdir(parents=True)
     picture.write_bytes(b'a user file')
-    args = [image, SEG_CONFIG, '--out-dir', out_dir, '--device', 'cpu']
-    assert exit_message(IMAGE_DEMO, args, monkeypatch, capsys) == (
+    assert exit_message(IMAGE_DEMO, [image, SEG_CONFIG, '--out-dir', out_dir, '--device', 'cpu'], monkeypatch,
+                        capsys) == (
         f'error: output file exists: {picture}; pass --force to overwrite or choose another --out-dir')
     assert picture.read_bytes() == b'a user file'
-    forced = run_tool([IMAGE_DEMO, *args, '--force'])
-    assert forced.returncode == 0, forced.stderr[-2000:]
-    assert cv2.imread(str(picture)).shape == (SIZE, SIZE, 3)
-    assert sorted(path.name for path in out_dir.rglob('*')) == [
-        'preds', 'validation_0000.jpg', 'validation_0000.json', 'vis'], 'temporary files left behind'
 
 
 def test_weights_of_another_model_are_refused(det_work_dir, demo_root, tmp_path):
@@ -115,135 +108,3 @@ def test_weights_of_another_model_are_refused(det_work_dir, demo_root, tmp_path)
     assert error.startswith('error: the --weights checkpoint does not fit EncoderDecoder: ')
     assert 'missing keys (auxiliary_head.' in error and 'unexpected keys (' in error
     assert not (tmp_path / 'out').exists()
-
-
-def test_inputs_are_checked_before_the_model(tmp_path):
-    with pytest.raises(PreflightError, match='input not found: .*nothing.jpg'):
-        collect_images(str(tmp_path / 'nothing.jpg'))
-    with pytest.raises(PreflightError, match='no images'):
-        collect_images(str(tmp_path))
-    with pytest.raises(PreflightError, match=r'no file matches .*\*.png'):
-        collect_images(str(tmp_path / '*.png'))
-    (tmp_path / 'a').mkdir()
-    cv2.imwrite(str(tmp_path / 'a' / 'x.png'), np.zeros((4, 4, 3), np.uint8))
-    (tmp_path / 'b').mkdir()
-    (tmp_path / 'b' / 'x.jpg').write_bytes(b'')
-    (tmp_path / 'b' / 'notes.txt').write_text('not an image')
-    found = collect_images(str(tmp_path / '**' / 'x.*'))
-    assert found == [tmp_path / 'a' / 'x.png', tmp_path / 'b' / 'x.jpg']
-    assert collect_images(str(tmp_path / 'b')) == [tmp_path / 'b' / 'x.jpg']
-    sizes, problems = read_image_sizes(found)
-    assert sizes == {tmp_path / 'a' / 'x.png': (4, 4)} and list(problems) == [tmp_path / 'b' / 'x.jpg']
-    with pytest.raises(PreflightError, match='would write the same output files'):
-        output_files(found, tmp_path / 'out', force=False)
-
-
-def test_palettes_by_name():
-    from mmdet.datasets import CocoDataset
-    from mmseg.utils import get_palette
-    assert resolve_palette('coco', 'mmdet', 3) == list(CocoDataset.METAINFO['palette'][:3])
-    assert resolve_palette('ade20k', 'mmseg', 5) == [tuple(colour) for colour in get_palette('ade20k')[:5]]
-    colours = resolve_palette('random', 'mmseg', 5)
-    assert len(set(colours)) == 5 and colours == resolve_palette('random', 'mmdet', 5)
-    with pytest.raises(PreflightError, match="unknown --palette 'ade20k': .*mmdet: coco, voc, citys"):
-        resolve_palette('ade20k', 'mmdet', 3)
-    with pytest.raises(PreflightError, match='--palette voc has 21 colours for 30 classes'):
-        resolve_palette('voc', 'mmseg', 30)
-
-
-def test_an_image_the_test_scale_shrinks_to_nothing_is_refused_before_the_model(tmp_path, monkeypatch, capsys):
-    """The test configs resize to fit 64x64: a 10000x50 image would become 64x0 pixels
-    (a cv2.resize traceback after the model was built)."""
-    wide = tmp_path / 'wide.png'
-    cv2.imwrite(str(wide), np.full((50, 10000, 3), 128, np.uint8))
-    for config in (DET_CONFIG, SEG_CONFIG):
-        message = exit_message(IMAGE_DEMO, [wide, config, '--out-dir', tmp_path / 'out', '--device', 'cpu'],
-                               monkeypatch, capsys)
-        assert message == (
-            f"error: {wide} (10000x50 pixels) would be resized to 64x0 by the config's test pipeline "
-            '(Resize to (64, 64)); crop it to a less extreme shape, or use a config with a larger test scale')
-    assert sorted(path.name for path in tmp_path.iterdir()) == ['wide.png']
-
-
-def test_test_scale_follows_mmcv_resize():
-    from mmengine.config import Config
-    cfg = Config(dict(test_dataloader=dict(dataset=dict(pipeline=[
-        dict(type='LoadImageFromFile'), dict(type='mmdet.Resize', scale=(1333, 800), keep_ratio=True)]))))
-    check_test_scale(cfg, {Path('tall.png'): (20000, 8)})  # 0.53 pixels wide: rounded to one column
-    with pytest.raises(PreflightError, match=r'tall\.png \(7x20000 pixels\) would be resized to 0x1333'):
-        check_test_scale(cfg, {Path('tall.png'): (20000, 7)})
-    cfg.test_dataloader.dataset.pipeline[1] = dict(type='Resize', scale=(64, 64), keep_ratio=False)
-    check_test_scale(cfg, {Path('wide.png'): (50, 10000)})  # stretched to 64x64
-
-
-def test_out_dir_naming_a_file_is_refused_before_the_model(demo_root, tmp_path, monkeypatch, capsys):
-    image = demo_root / 'ade' / 'images' / 'validation' / 'validation_0000.jpg'
-    a_file = tmp_path / 'notes.txt'
-    a_file.write_text('a user file')
-    message = exit_message(IMAGE_DEMO, [image, SEG_CONFIG, '--out-dir', a_file, '--device', 'cpu'],
-                           monkeypatch, capsys)
-    assert message == f'error: --out-dir {a_file} exists and is not a folder'
-    message = exit_message(IMAGE_DEMO, [image, SEG_CONFIG, '--out-dir', a_file / 'out', '--device', 'cpu'],
-                           monkeypatch, capsys)
-    assert message == f'error: --out-dir {a_file / "out"} cannot be created: {a_file} is a file, not a folder'
-    assert a_file.read_text() == 'a user file' and sorted(tmp_path.iterdir()) == [a_file]
-
-
-def model_weights_file(config: Path, folder: Path) -> Path:
-    """A checkpoint of ``config``'s randomly initialised model, so that two inferencers share its weights."""
-    from mmrmt.utils import build_cpu_model, read_config
-    path = folder / 'random_model.pth'
-    torch.save(dict(state_dict=build_cpu_model(read_config(str(config))).state_dict()), path)
-    return path
-
-
-def library_prediction(config: Path, weights: Path, image: Path):
-    """The prediction of mmdet's DetInferencer / mmseg's MMSegInferencer for ``image``, called directly."""
-    from mmdet.apis import DetInferencer
-    from mmseg.apis import MMSegInferencer
-    factory = DetInferencer if config == DET_CONFIG else MMSegInferencer
-    inferencer = factory(model=str(config), weights=str(weights), device='cpu')
-    inferencer.show_progress = False
-    predictions = inferencer(str(image), return_datasamples=True)
-    return predictions['predictions'][0] if isinstance(predictions, dict) else predictions
-
-
-def saved_predictions_at_scales(config: Path, weights: Path, image: Path, folder: Path) -> List[dict]:
-    """The JSON records ``predict_images`` saves for ``image`` painted at picture scales 1, 2 and 3
-    (with a score threshold that paints all, most or none of the detections)."""
-    from mmrmt.apis import build_inferencer, predict_images
-    from mmrmt.utils import read_config
-    inferencer = build_inferencer(read_config(str(config)), str(weights), device='cpu')
-    records = []
-    for scale, score_thr in ((1, 0.0), (2, 0.3), (3, 0.9)):
-        outputs = output_files([image], folder / f'scale_{scale}', force=False)
-        predict_images(inferencer, outputs, score_thr, picture_scale=scale, show_progress=False)
-        assert cv2.imread(str(outputs[image].picture)).shape == (SIZE * scale, SIZE * scale, 3)
-        records.append(json.loads(outputs[image].predictions.read_text()))
-    return records
-
-
-def test_saved_detections_are_the_models_in_pixels_of_the_image(demo_root, tmp_path):
-    """Painting enlarged pictures must not enlarge what is saved: the JSON's boxes and masks are
-    the library's own prediction for the image at every picture scale. Both inferencers run the
-    same weights on the same input in this process, the same float32 operations in the same
-    order, so the values agree exactly (JSON holds a float32's value exactly)."""
-    image = demo_root / 'coco' / 'val' / 'val_0001.jpg'
-    weights = model_weights_file(DET_CONFIG, tmp_path)
-    expected = library_prediction(DET_CONFIG, weights, image).pred_instances
-    assert len(expected) > 0, 'the random model predicts nothing: the comparison would be empty'
-    for record in saved_predictions_at_scales(DET_CONFIG, weights, image, tmp_path):
-        assert record['labels'] == expected.labels.tolist() and record['scores'] == expected.scores.tolist()
-        assert record['bboxes'] == expected.bboxes.tolist()
-        masks = mask_utils.decode([dict(rle, counts=rle['counts'].encode()) for rle in record['masks']])
-        assert np.array_equal(masks.transpose(2, 0, 1), expected.masks.numpy())
-
-
-def test_saved_label_maps_are_the_models_in_pixels_of_the_image(demo_root, tmp_path):
-    """As for detection: the saved label map is mmseg's own, image-sized, at every picture scale."""
-    image = demo_root / 'ade' / 'images' / 'validation' / 'validation_0000.jpg'
-    weights = model_weights_file(SEG_CONFIG, tmp_path)
-    expected = library_prediction(SEG_CONFIG, weights, image).pred_sem_seg.data[0].numpy()
-    assert expected.shape == (SIZE, SIZE)
-    for record in saved_predictions_at_scales(SEG_CONFIG, weights, image, tmp_path):
-        assert np.array_equal(np.array(record['sem_seg']), expected)

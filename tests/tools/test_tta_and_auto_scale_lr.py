@@ -1,53 +1,8 @@
 """tools/test.py --tta (flip and multi-scale views merged by the config's TTA
-model) and tools/train.py --auto-scale-lr (learning rate x batch / base batch)."""
-import pytest
-import torch
-from mmdet.structures import DetDataSample
-from mmdet.structures.mask import mask2bbox
-from mmengine.structures import InstanceData
-from torch import nn
-
-from mmrmt.models.test_time_augs import InstanceSegTTAModel
-from helpers.rounding import unit_roundoff
+model) and tools/train.py --auto-scale-lr (learning rate x batch / base batch). (How a TTA model merges
+the views is tests/test_models/test_test_time_augs.py's.)"""
 from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, exit_message, load_checkpoint, metric,
                           run_tool, seg_data_options)
-
-HEIGHT, WIDTH = 8, 10
-
-
-def view(masks: torch.Tensor, scores, labels, flip: bool) -> DetDataSample:
-    """One augmented view's prediction: masks (N, H, W) on the (flipped) original image."""
-    sample = DetDataSample(metainfo=dict(ori_shape=(HEIGHT, WIDTH), flip=flip,
-                                         flip_direction='horizontal' if flip else None))
-    sample.pred_instances = InstanceData(bboxes=mask2bbox(masks).float(), masks=masks,
-                                         scores=torch.tensor(scores), labels=torch.tensor(labels))
-    return sample
-
-
-class MergeOnly(nn.Module):
-    """The detector slot of the TTA model, for tests of merging alone (no forward pass)."""
-
-    def test_step(self, data):
-        raise AssertionError('merging needs no forward pass')
-
-
-def test_instance_tta_flips_masks_back_with_their_boxes():
-    square = torch.zeros(HEIGHT, WIDTH, dtype=torch.bool)
-    square[2:6, 1:4] = True
-    corner = torch.zeros(HEIGHT, WIDTH, dtype=torch.bool)
-    corner[0:2, 7:10] = True
-    plain = view(torch.stack([square, corner]), [0.8, 0.5], [0, 1], flip=False)
-    # the flipped view sees the square more confidently: NMS keeps its detection
-    flipped = view(square.flip(1)[None], [0.9], [0], flip=True)
-    model = InstanceSegTTAModel(module=MergeOnly(),
-                                tta_cfg=dict(nms=dict(type='nms', iou_threshold=0.5), max_per_img=100))
-    (merged, ) = model.merge_preds([[plain, flipped]])
-    result = merged.pred_instances
-    # the views' scores kept, as float32 holds them (0.9 rounded once)
-    assert result.scores.tolist() == pytest.approx([0.9, 0.5], rel=unit_roundoff(torch.float32))
-    assert result.labels.tolist() == [0, 1]
-    assert torch.equal(result.masks, torch.stack([square, corner]))
-    assert torch.equal(result.bboxes, mask2bbox(result.masks).float())
 
 
 def test_tta_evaluates_detection(det_work_dir, demo_root, tmp_path):
@@ -89,11 +44,3 @@ def test_auto_scale_lr_scales_by_the_batch_ratio(det_work_dir, demo_root, tmp_pa
     plain = load_checkpoint(det_work_dir / 'iter_4.pth')['optimizer']['param_groups']
     assert [group['initial_lr'] for group in plain] == [1e-3] * len(plain)
     assert [group['initial_lr'] for group in scaled] == [0.5e-3] * len(plain)
-
-
-def test_auto_scale_lr_needs_a_base_batch_size(tmp_path, monkeypatch, capsys):
-    message = exit_message('train.py', [DET_CONFIG, '--auto-scale-lr', '--work-dir', tmp_path / 'work',
-                                        '--cfg-options', 'auto_scale_lr=None'], monkeypatch, capsys)
-    assert message == ('error: --auto-scale-lr needs auto_scale_lr = dict(base_batch_size=N) in the config: N, '
-                       'the total batch size its learning rate was set for')
-    assert not (tmp_path / 'work').exists()

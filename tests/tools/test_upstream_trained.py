@@ -13,15 +13,12 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from mmrmt.checkpoint import TensorSpec, load_with_checkpoint_types
-from mmrmt.checkpoint.converters import check_class_names, convert_upstream_trained
+from mmrmt.checkpoint import load_with_checkpoint_types
 from mmrmt.models.backbones import RMT
 from mmrmt.utils import PreflightError, build_cpu_model
 from helpers.code_in_checkpoint import with_code_in_saved_config
 from helpers.tool_modules import import_tool
-from helpers.upstream_layouts import upstream_layouts
-from helpers.upstream_trained_layouts import (convfc_bbox_head, rmt_backbone, under, upstream_checkpoint,
-                                              upstream_model_layout)
+from helpers.upstream_trained_layouts import upstream_checkpoint, upstream_model_layout
 from tool_process import (DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, load_checkpoint, metric, run_tool,
                           seg_data_options)
 
@@ -100,21 +97,6 @@ def tensor_outputs(model: torch.nn.Module, image: torch.Tensor) -> list:
     return flat
 
 
-@pytest.mark.parametrize('variant', ['t', 's', 'b', 'l'])
-def test_upstream_backbone_layout_is_that_of_the_imagenet_files(variant):
-    """The layout helper's RMT equals the authors' ImageNet files (less the
-    classifier) key for key, plus the four output norms of the dense models."""
-    arch = RMT.arch_zoo[variant]
-    layout = rmt_backbone(arch['embed_dims'], arch['depths'], arch['num_heads'], arch['mlp_ratios'],
-                          arch['layer_scales'])
-    imagenet = {key: shape for key, shape in upstream_layouts()[f'rmt-{variant}'].items()
-                if not key.startswith(RMT.dropped_checkpoint_prefixes)}
-    assert {key: shape for key, shape in layout.items() if not key.startswith('extra_norms.')} == imagenet
-    assert {key: shape for key, shape in layout.items() if key.startswith('extra_norms.')} == {
-        f'extra_norms.{i}.{name}': (dims, ) for i, dims in enumerate(arch['embed_dims'])
-        for name in ('weight', 'bias')}
-
-
 @pytest.mark.parametrize('config_name, version, dropped', MODELS, ids=[m[0].split('_')[0] for m in MODELS])
 def test_upstream_file_gives_the_outputs_of_its_weights(config_name, version, dropped, tmp_path):
     config = REPO / 'configs' / 'rmt' / config_name
@@ -138,40 +120,6 @@ def test_upstream_file_gives_the_outputs_of_its_weights(config_name, version, dr
     assert len(expected) == len(actual) > 0
     for want, got in zip(expected, actual):
         assert torch.equal(want, got)
-
-
-def head_specs(num_classes: int) -> dict:
-    shapes = under('roi_head.bbox_head', convfc_bbox_head(8, num_classes, 16, num_shared_fcs=2))
-    return {key: TensorSpec(torch.Size(shape), torch.float32) for key, shape in shapes.items()}
-
-
-def test_another_class_count_names_num_classes():
-    weights = {key: torch.zeros(spec.shape) for key, spec in head_specs(80).items()}
-    with pytest.raises(ValueError, match=r'fc_cls.weight: file \(81, 16\) vs model \(4, 16\) '
-                                         r'\(another class count: set num_classes'):
-        convert_upstream_trained(weights, head_specs(3), emitted_stages=(0, 1, 2, 3))
-
-
-@pytest.mark.parametrize('dtype', [torch.int8, torch.bool])
-def test_a_file_of_integers_is_refused(dtype):
-    weights = {key: torch.zeros(spec.shape, dtype=dtype) for key, spec in head_specs(3).items()}
-    with pytest.raises(ValueError, match=rf"does not fit the config's model: \d+ tensors hold another kind of number "
-                                         rf"than the model's \(\S+: file {str(dtype)[6:]} vs model float32"):
-        convert_upstream_trained(weights, head_specs(3), emitted_stages=(0, 1, 2, 3))
-
-
-def test_keys_of_no_upstream_module_are_errors():
-    weights = {key: torch.zeros(spec.shape) for key, spec in head_specs(3).items()}
-    weights['roi_head.bbox_head.fc_extra.weight'] = torch.zeros(2, 2)
-    with pytest.raises(ValueError, match=r'1 keys belong to no module .*fc_extra'):
-        convert_upstream_trained(weights, head_specs(3), emitted_stages=(0, 1, 2, 3))
-
-
-def test_class_names_in_another_order_are_refused():
-    check_class_names(('person', 'car'), ('person', 'car'))
-    check_class_names(None, ('person', 'car'))  # files without meta['CLASSES'] are not checked
-    with pytest.raises(ValueError, match=r"first differ at index 1 \(\['car'\] vs \['bus'\]\)"):
-        check_class_names(('person', 'car', 'bus'), ('person', 'bus', 'car'))
 
 
 @pytest.fixture(scope='module')

@@ -6,11 +6,10 @@ import torch
 from mmengine.config import Config
 
 from mmrmt.models.backbones.rmt.attention_maps import AttentionMaps
-from mmrmt.utils import PreflightError
 from helpers.rounding import assert_close, one_computation, two_implementations
 from helpers.tool_modules import import_tool
 from helpers.upstream_layouts import random_upstream_state_dict
-from tool_process import DET_CONFIG, REPO, SEG_CONFIG, run_tool
+from tool_process import DET_CONFIG, REPO, run_tool
 
 visualize_decay = import_tool('tools/analysis_tools/visualize_decay.py')
 
@@ -102,40 +101,10 @@ def test_backbone_weights_of_the_authors_load(image, tmp_path):
     assert torch.allclose(maps.gammas, classifier['layers.1.Relpos.decay'].exp(), rtol=exp)
 
 
-def test_inputs_are_checked_before_anything_is_computed(image, tmp_path):
+def test_force_replaces_an_existing_picture(image, tmp_path):
+    """(Without --force it is one line, as each bad input: test_bad_inputs_probe.py.)"""
     out = tmp_path / 'out.png'
-    broken = tmp_path / 'broken.jpg'
-    broken.write_bytes(b'not an image')
-    truncated = tmp_path / 'truncated.jpg'  # OpenCV's imread decodes it, half grey, with a warning
-    whole = cv2.imencode('.jpg', cv2.imread(image))[1].tobytes()
-    truncated.write_bytes(whole[:len(whole) // 2])
-    assert cv2.imread(str(truncated)) is not None
-    cases = [
-        ([str(tmp_path / 'missing.py'), '--image', image], 'config file not found'),
-        ([str(DET_CONFIG), '--image', str(broken)],
-         r'broken\.jpg is not a decodable image \(corrupt, truncated or another format\)$'),
-        ([str(DET_CONFIG), '--image', str(truncated)], r'truncated\.jpg is not a decodable image'),
-        ([str(DET_CONFIG), '--image', str(tmp_path / 'missing.jpg')],
-         r'missing\.jpg cannot be read \(No such file or directory\)$'),
-        ([str(DET_CONFIG), '--image', image, '--stage', '4'], r'--stage 4 is out of range: RMT has stages 0-3'),
-        ([str(DET_CONFIG), '--image', image, '--block', '1'], r'--block 1 is out of range: stage 2 has blocks 0-0'),
-        ([str(DET_CONFIG), '--image', image, '--query', '7', '0'],
-         r"--query 7 0 is outside stage 2's 7x9 feature map of this image; give 0 <= Y < 7"),
-        ([str(SEG_CONFIG), '--image', image, '--weights', str(tmp_path / 'none.pth')],
-         '--weights checkpoint not found'),
-        ([str(REPO / 'configs' / 'rest' / 'retinanet_rest-small_fpn_ms-1x_coco.py'), '--image', image],
-         "the config's backbone is ResT; this tool needs RMT"),
-    ]
-    for argv, message in cases:
-        with pytest.raises(PreflightError, match=message):
-            visualize_decay.main(argv + ['--out', str(out)])
-    with pytest.raises(PreflightError, match='must name a .png'):
-        visualize_decay.main([str(DET_CONFIG), '--image', image, '--out', str(tmp_path / 'out.jpg')])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ['broken.jpg', 'truncated.jpg']
     out.write_bytes(b'keep me')
-    with pytest.raises(PreflightError, match='exists; choose another path, or add --force'):
-        visualize_decay.main([str(DET_CONFIG), '--image', image, '--out', str(out)])
-    assert out.read_bytes() == b'keep me'
     run(DET_CONFIG, image, out, '--force')
     assert cv2.imread(str(out)) is not None
 

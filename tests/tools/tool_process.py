@@ -20,11 +20,9 @@ import pytest
 
 from mmrmt.checkpoint import load_with_checkpoint_types
 from mmrmt.upstream_fixes import distribution_installed
+from helpers.tiny_configs import DET_CONFIG, SEG_CONFIG, TEST_CONFIGS  # noqa: F401 (the tool tests take them here)
 
 REPO = Path(__file__).resolve().parents[2]
-TEST_CONFIGS = REPO / 'tests' / 'data' / 'configs'
-DET_CONFIG = TEST_CONFIGS / 'mask-rcnn_rmt-tiny_fpn_test.py'
-SEG_CONFIG = TEST_CONFIGS / 'upernet_rmt-tiny_test.py'
 LOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
 
 

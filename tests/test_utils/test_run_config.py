@@ -4,7 +4,7 @@ from mmengine.config import Config
 from mmengine.registry import RUNNERS
 
 from mmrmt.utils import build_runner, load_run_config
-from tool_process import DET_CONFIG
+from helpers.tiny_configs import DET_CONFIG
 
 
 def test_our_configs_name_the_hook_once():
