@@ -1,9 +1,10 @@
 """Preflight of an ONNX model file given to a tool: the one check every tool that reads one runs.
 
 Before a session is opened or anything built, the file must be an ONNX
-model (not a PyTorch checkpoint, not cut short), its external data (weights
-kept in other files) must lie inside the model's own folder, and, for a tool
-that evaluates a whole model, the graph must not be a backbone alone.
+model (not a PyTorch checkpoint, not cut short) of an opset the tools read, its
+external data (weights kept in other files) must lie inside the model's own
+folder, and, for a tool that evaluates a whole model, the graph must not be a
+backbone alone.
 """
 import importlib.util
 import os.path as osp
@@ -16,6 +17,10 @@ from .preflight import PreflightError
 #: How files that are not ONNX models start, and what they are.
 FOREIGN_HEADERS = ((b'PK\x03\x04', 'a zip archive (a PyTorch checkpoint?)'),
                    (b'\x80', 'a pickle (a PyTorch checkpoint?)'))
+
+#: The oldest ONNX opset (of the default domain) the tools read: the oldest pytorch2onnx.py writes
+#: (``--exporter torchscript``), and mmdeploy's deploy configs' opset.
+OLDEST_OPSET = 11
 
 #: The first outputs of a backbone-only graph (tensor mode: ``feature_0``, ``feature_1``...).
 BACKBONE_OUTPUT_PREFIX = 'feature_'
@@ -59,6 +64,18 @@ def external_data_problem(path: str, model) -> str:
     return ''
 
 
+def opset_problem(model) -> str:
+    """Why the tools cannot read ``model`` (an onnx ModelProto) for its opset of the default domain: older than
+    :data:`OLDEST_OPSET`, or newer than the installed onnx knows; '' if neither (or it names none)."""
+    import onnx
+    version = next((entry.version for entry in model.opset_import if entry.domain in ('', 'ai.onnx')), None)
+    newest = onnx.defs.onnx_opset_version()
+    if version is None or OLDEST_OPSET <= version <= newest:
+        return ''
+    age = 'older than the tools read' if version < OLDEST_OPSET else f'newer than onnx {onnx.__version__} knows'
+    return f'is of ONNX opset {version}, {age} (opsets {OLDEST_OPSET} to {newest})'
+
+
 def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = False) -> None:
     """Fail unless ``path`` is an ONNX model a tool may open, and onnx/onnxruntime are installed.
 
@@ -70,7 +87,8 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
 
     Raises:
         PreflightError: The deploy extra is missing, the file does not exist,
-            is not an ONNX model (another format, truncated), keeps external
+            is not an ONNX model (another format, truncated), is of an opset
+            older than :data:`OLDEST_OPSET` or newer than onnx knows, keeps external
             data outside its folder (or lacks it), or is a backbone-only graph
             where a whole model is needed.
     """
@@ -94,6 +112,9 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
         model = onnx.load(path, load_external_data=False)
     except Exception as error:  # onnx raises DecodeError and others for a file that is no model
         raise PreflightError(broken.format(one_line_reason(error))) from None
+    problem = opset_problem(model)
+    if problem:
+        raise PreflightError(f'{role} {path} {problem}; {export_hint}')
     problem = external_data_problem(path, model)
     if problem:
         raise PreflightError(f'{role} {path}: {problem}; onnxruntime reads external data only from files in '
