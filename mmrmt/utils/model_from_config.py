@@ -11,6 +11,7 @@ from mmengine.registry import MODELS, init_default_scope
 from torch import nn
 
 from mmrmt.checkpoint import one_line_reason
+from .neck_fit import check_backbone_fits_readers
 from .preflight import PreflightError
 from .sync_bn import replace_sync_bn_types
 
@@ -26,8 +27,10 @@ def build_cpu_model(cfg: Config, quiet: bool = False) -> nn.Module:
             builds the model only to check it, and the run builds it again).
 
     Raises:
-        PreflightError: The config has no model, or the model does not build
-            (an unknown type or argument, a bad value...).
+        PreflightError: The config has no model, the model does not build
+            (an unknown type or argument, a bad value...), or its neck (or heads)
+            take other channels than its backbone gives (see
+            :func:`.neck_fit.check_backbone_fits_readers`).
     """
     if not isinstance(cfg.get('model'), dict):
         raise PreflightError(f'{cfg.filename} has no model = dict(type=...) setting')
@@ -41,6 +44,7 @@ def build_cpu_model(cfg: Config, quiet: bool = False) -> nn.Module:
             model = MODELS.build(model_cfg)
     except Exception as error:  # a constructor can raise anything
         raise PreflightError(f'the model of {cfg.filename} does not build: {one_line_reason(error)}') from error
+    check_backbone_fits_readers(model, cfg.filename)
     return model.eval()
 
 
