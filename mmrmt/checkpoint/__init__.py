@@ -13,7 +13,7 @@ from .reading import (SAFETENSORS_META_KEY, SAFETENSORS_SUFFIX, STATE_DICT_WRAPP
                       extract_state_dict, is_safetensors_name, read_checkpoint, read_safetensors, written_by_mmengine)
 from .reasons import one_line_reason
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
-from .url import is_remote, is_url
+from .url import copy_dropped_if_refused, is_remote, is_url
 from .weights_only import (REFUSAL_ADVICE, CheckpointRefusedError, checkpoint_safe_globals, load_weights_only,
                            load_with_checkpoint_types)
 from .writing import save_checkpoint, sha256_of
@@ -26,5 +26,5 @@ __all__ = [
     'read_safetensors', 'written_by_mmengine', 'save_checkpoint', 'sha256_of', 'is_safetensors_name',
     'make_resumed_config_inert', 'read_saved_config', 'resumed_config',
     'CheckpointRefusedError', 'REFUSAL_ADVICE', 'load_weights_only',
-    'checkpoint_safe_globals', 'load_with_checkpoint_types', 'is_remote', 'is_url'
+    'checkpoint_safe_globals', 'load_with_checkpoint_types', 'is_remote', 'is_url', 'copy_dropped_if_refused'
 ]

@@ -15,7 +15,7 @@ import torch
 from safetensors import safe_open
 
 from .reasons import one_line_reason
-from .url import fetch_checkpoint, is_url
+from .url import copy_dropped_if_refused, fetch_checkpoint, is_url
 from .weights_only import load_with_checkpoint_types
 
 #: A network's weights: key -> tensor.
@@ -111,10 +111,11 @@ def read_checkpoint(filename: str) -> object:
         FileNotFoundError: The path does not exist.
         ValueError: The file is not a PyTorch or safetensors checkpoint
             (empty, truncated, another kind of file) or holds objects that
-            are not allowed.
+            are not allowed (a URL's copy fetched now is then removed).
     """
     if is_url(filename):
-        filename = fetch_checkpoint(filename)
+        with copy_dropped_if_refused(filename):
+            return read_checkpoint(fetch_checkpoint(filename))
     if not osp.isfile(filename):
         raise FileNotFoundError(f'checkpoint not found: {filename}')
     if is_safetensors_name(filename) or is_safetensors_head(file_head(filename)):

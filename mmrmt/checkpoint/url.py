@@ -1,10 +1,15 @@
 """Checkpoints given as an http(s) URL: fetched into torch's hub cache, or one line saying why not.
 
 Offline, or for a wrong address, urllib's errors would otherwise surface as
-chained tracebacks after the tool has already started its run.
+chained tracebacks after the tool has already started its run. A copy
+fetched for a file that is then refused (code in its pickle, another
+model's weights) leaves the cache again (:func:`copy_dropped_if_refused`),
+whoever fetched it (here, or timm for a ``url`` of ``file://`` or http(s)).
 """
 import os
 import os.path as osp
+from contextlib import contextmanager
+from typing import Iterator
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlparse
 
@@ -25,6 +30,27 @@ def is_url(path: str) -> bool:
     return path.startswith(URL_PREFIXES)
 
 
+def hub_copy(url: str) -> str:
+    """Where torch's hub cache keeps the file of ``url`` (timm's loaders too):
+    ``<torch hub dir>/checkpoints/<file name>``."""
+    return osp.join(torch.hub.get_dir(), 'checkpoints', osp.basename(urlparse(url).path) or 'checkpoint.pth')
+
+
+@contextmanager
+def copy_dropped_if_refused(url: str) -> Iterator[None]:
+    """Within the block, a copy of ``url`` that the block puts into the hub cache (:func:`hub_copy`) is
+    removed again if the block raises: the file was refused and no loader may find it there later. A
+    copy that was there before is kept."""
+    local = hub_copy(url)
+    fetched_here = not osp.exists(local)
+    try:
+        yield
+    except BaseException:
+        if fetched_here and osp.isfile(local):
+            os.remove(local)
+        raise
+
+
 def fetch_checkpoint(url: str) -> str:
     """The local copy of the checkpoint at ``url``: ``<torch hub dir>/checkpoints/<file name>``,
     downloaded unless there (where mmengine's loaders look for it too).
@@ -36,8 +62,8 @@ def fetch_checkpoint(url: str) -> str:
         ValueError: One line: the URL could not be fetched (offline, unknown
             host, HTTP error), and what to do instead.
     """
-    folder = osp.join(torch.hub.get_dir(), 'checkpoints')
-    local = osp.join(folder, osp.basename(urlparse(url).path) or 'checkpoint.pth')
+    local = hub_copy(url)
+    folder = osp.dirname(local)
     if osp.isfile(local):
         return local
     made = not osp.isdir(folder)
