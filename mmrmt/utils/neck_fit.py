@@ -4,15 +4,24 @@ The neck (mmdet's and mmseg's FPN), or a segmentor's decode and auxiliary
 heads where it has no neck, is built with ``in_channels`` for the
 backbone's outputs; built with another backbone's (a config whose
 ``backbone.type`` was changed alone), the model builds and fails only in
-its first forward, with a shape error of torch's. Only mmrmt's backbones
-say their outputs' channels (``out_channels``); other backbones are not
+its first forward, with a shape error of torch's. The channels of mmrmt's
+backbones are read from their output norms; other backbones are not
 checked.
 """
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 from torch import nn
 
+from mmrmt.models.backbones.base_backbone import PyramidBackbone
 from .preflight import PreflightError
+
+
+def backbone_channels(backbone: nn.Module) -> Optional[List[int]]:
+    """The channels of each feature an mmrmt backbone emits, in order (those of its output norms); None for
+    another backbone."""
+    if not isinstance(backbone, PyramidBackbone):
+        return None
+    return [backbone.output_norm(stage).normalized_shape[0] for stage in backbone.out_indices]
 
 
 def feature_readers(model: nn.Module) -> Iterator[Tuple[str, nn.Module]]:
@@ -49,14 +58,14 @@ def check_backbone_fits_readers(model: nn.Module, config: str) -> None:
     """Fail unless the ``in_channels`` of what reads the backbone's features fit its ``out_channels``.
 
     Args:
-        model (nn.Module): A built model with a ``backbone``.
+        model (nn.Module): A built model (one without a ``backbone`` passes).
         config (str): The config's name, in the message.
 
     Raises:
         PreflightError: One line naming both channel lists and the setting to change.
     """
-    given = getattr(getattr(model, 'backbone', None), 'out_channels', None)
-    if not isinstance(given, tuple):
+    given = backbone_channels(getattr(model, 'backbone', None))
+    if given is None:
         return
     for setting, reader in feature_readers(model):
         taken = getattr(reader, 'in_channels', None)
@@ -64,5 +73,5 @@ def check_backbone_fits_readers(model: nn.Module, config: str) -> None:
         if taken is None or wanted is None or (list(taken) if isinstance(taken, (list, tuple)) else taken) == wanted:
             continue
         raise PreflightError(f'{config}: the backbone ({type(model.backbone).__name__}) gives features of '
-                             f'{list(given)} channels, but {setting} ({type(reader).__name__}) takes '
+                             f'{given} channels, but {setting} ({type(reader).__name__}) takes '
                              f'in_channels={taken!r}: set {setting}.in_channels={wanted!r}')

@@ -200,11 +200,6 @@ class PyramidBackbone(nn.Module):
         """The LayerNorm applied to the emitted feature of ``stage``."""
         return self.extra_norms[str(stage)]
 
-    @property
-    def out_channels(self) -> Tuple[int, ...]:
-        """The channels of each emitted feature, in order: those of its output norm."""
-        return tuple(self.output_norm(stage).normalized_shape[0] for stage in self.out_indices)
-
     def frozen_output_norms(self) -> List[nn.Module]:
         """Output norms of the frozen stages, for :meth:`_frozen_modules`."""
         return [self.output_norm(i) for i in self.out_indices if i < self.frozen_stages]
