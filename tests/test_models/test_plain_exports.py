@@ -94,10 +94,6 @@ def jit_trace(model: nn.Module, x: torch.Tensor) -> Callable:
 #: Each recorder, and whether its graph takes other sizes (a trace is of the traced size only).
 RECORDERS = {'onnx-torchscript': (onnx_torchscript, True), 'onnx-dynamo': (onnx_dynamo, True),
              'torch-export': (torch_export, True), 'jit-trace': (jit_trace, False)}
-#: Models whose fast forms ``torch.export`` specialises to the traced grid (a sequence length becomes a
-#: constant): the program is right at the traced size and refuses another with torch's "Guard failed"
-#: (never a wrong output). Owed by issue 49: their grid sizes kept symbolic.
-SPECIALISED_BY_TORCH_EXPORT = ('mmdet-rest-fast', 'timm-rest_lite', 'mmdet-resmlp')
 #: The dynamo recorders take a minute or more a model on a loaded CPU: slow.
 SLOW_RECORDERS = ('onnx-dynamo', 'torch-export')
 
@@ -137,9 +133,4 @@ def test_any_recorder_gets_a_graph_of_what_eager_computes(name, recorder, grad):
     x = torch.randn(*TRACED)
     with nullcontext() if grad else torch.no_grad():
         graph = record(model, x)
-    if recorder == 'torch-export' and name in SPECIALISED_BY_TORCH_EXPORT:
-        check_graph(graph, model, exact, (TRACED, OTHERS[0]))  # OTHERS[0]: the traced grid's length, transposed
-        with pytest.raises(AssertionError, match='^Guard failed: '):  # torch's refusal, not a wrong output
-            check_graph(graph, model, exact, OTHERS[-1:])
-        return
     check_graph(graph, model, exact, (TRACED, *OTHERS) if dynamic else (TRACED, ))
