@@ -134,3 +134,30 @@ def test_any_recorder_gets_a_graph_of_what_eager_computes(name, recorder, grad):
     with nullcontext() if grad else torch.no_grad():
         graph = record(model, x)
     check_graph(graph, model, exact, (TRACED, *OTHERS) if dynamic else (TRACED, ))
+
+
+def one_block_a_stage(arch: str) -> dict:
+    """RMT ``arch``'s settings (channels, heads, decomposition, layer scales, ranges of every stage) with one
+    block a stage: a stage's blocks are alike in eval mode (only their drop-path rates differ)."""
+    from mmrmt.models import RMT
+    return dict(RMT.arch_zoo[arch], depths=[1, 1, 1, 1])
+
+
+#: The small input of :func:`test_every_rmt_arch_records_a_graph_of_what_eager_computes`.
+SMALL = (1, 3, 64, 64)
+
+
+@pytest.mark.parametrize('impl', ['fast', 'reference'])
+@pytest.mark.parametrize('arch', ['t', 's', 'b', 'l'])
+def test_every_rmt_arch_records_a_graph_of_what_eager_computes(arch, impl):
+    """Every arch of RMT in both implementations, recorded by the TorchScript recorders (seconds each, where the
+    dynamo ones take a minute) under no_grad at a small size: the ONNX graph and the trace compute what eager
+    does (the tiny arch above, RMT-T's blocks, gets every recorder)."""
+    torch.manual_seed(0)
+    model = from_registry('mmdet', dict(type='RMT', arch=one_block_a_stage(arch), impl=impl))().eval()
+    exact = copy.deepcopy(model).double()
+    x = torch.randn(*SMALL)
+    with torch.no_grad():
+        graphs = [onnx_torchscript(model, x), jit_trace(model, x)]
+    for graph in graphs:
+        check_graph(graph, model, exact, (SMALL, ))
