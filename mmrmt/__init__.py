@@ -11,8 +11,9 @@ network), the authors' classifiers as timm models (``import mmrmt`` registers
 Where MMDetection or MMSegmentation is installed, importing mmrmt (as a
 config's ``custom_imports=dict(imports=['mmrmt'])`` does) also brings the
 OpenMMLab layer (:mod:`mmrmt.openmmlab_layer`): it registers the backbones in
-their ``MODELS`` and ``mmrmt::`` config bases, and applies the fixes of
-named upstream bugs listed in :mod:`mmrmt.upstream_fixes`; nothing else in
+their ``MODELS`` and ``mmrmt::`` config bases, applies the fixes of named
+upstream bugs listed in :mod:`mmrmt.upstream_fixes` and, in a process that
+has imported mmdeploy, registers mmrmt's rewriters for it; nothing else in
 the process changes.
 """
 from . import models  # noqa: F401

@@ -6,11 +6,16 @@ mmdet and of mmseg, each where installed, so that a config of either finds
 them by ``type`` after ``custom_imports=dict(imports=['mmrmt'])``; lets
 configs inherit ``mmrmt::`` bases (:mod:`.config_bases`); and sends the
 core's log (logger ``mmrmt``) to mmengine's current logger. The only other
-changes are the fixes of named upstream bugs in :mod:`.upstream_fixes`. The
+changes are the fixes of named upstream bugs in :mod:`.upstream_fixes`, and,
+in a process that has imported mmdeploy (its ``tools/deploy.py`` reading a
+config's ``custom_imports``), mmrmt's rewriters for it
+(:mod:`mmrmt.deployment.mmdeploy`), with which mmdeploy's own route converts
+the models right. The
 runner and hooks of mmrmt's configs are registered by :mod:`mmrmt.engine`,
 which the configs import; the TTA model by :mod:`.registry`.
 """
 import logging
+import sys
 from importlib import import_module
 
 from .openmmlab_stack import check_openmmlab_stack, installed_libraries
@@ -49,3 +54,5 @@ for library in installed_libraries():  # a library installed but failing to impo
 enable_mmrmt_bases()
 send_core_log_to_mmengine()
 apply_upstream_fixes(*UPSTREAM_FIXES)
+if 'mmdeploy' in sys.modules:
+    import_module('mmrmt.deployment.mmdeploy')

@@ -32,7 +32,7 @@ from mmrmt.utils import (build_runner, check_dataloader_paths, check_evaluator_f
                          check_not_an_input, check_pretrained_checkpoints, check_run_checkpoint, check_writable,
                          config_model_specs, dataloader_inputs, enable_auto_scale_lr, latest_checkpoint,
                          load_run_config, parse_launch_args, run_main, run_phase)
-from mmrmt.utils.amp import use_amp_optim_wrapper
+from mmrmt.utils.amp import check_optim_wrapper_device, use_amp_optim_wrapper
 
 
 def parse_args() -> argparse.Namespace:
@@ -80,6 +80,7 @@ def main() -> None:
     work_dir_claim(cfg.work_dir).check_free()  # a busy work dir before the other checks read its files
     if args.amp:
         use_amp_optim_wrapper(cfg)
+    check_optim_wrapper_device(cfg)
     if args.auto_scale_lr:
         enable_auto_scale_lr(cfg)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)

@@ -3,8 +3,8 @@ model, load strictly, and convert the upstream layouts (:mod:`.converters`). Not
 :mod:`mmrmt.models`: a backbone passes what it knows (its classifier prefixes, its converter)."""
 from .fit import (TensorSpec, cast_note, check_fit, fit_problems, kind_problem, load_model_weights, load_pretrained,
                   specs, starts_with_any)
-from .reading import (StateDict, checkpoint_file_problem, extract_state_dict, is_remote, is_safetensors_name, is_url,
-                      read_checkpoint, written_by_mmengine)
+from .reading import (StateDict, checkpoint_file_problem, copy_dropped_if_refused, extract_state_dict, is_remote,
+                      is_safetensors_name, is_url, read_checkpoint, written_by_mmengine)
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
 from .weights_only import (REFUSAL_ADVICE, CheckpointRefusedError, checkpoint_safe_globals, load_weights_only,
                            load_with_checkpoint_types, one_line_reason)
@@ -15,5 +15,6 @@ __all__ = [
     'specs', 'starts_with_any', 'StateDict', 'checkpoint_file_problem', 'extract_state_dict', 'is_remote',
     'is_safetensors_name', 'is_url', 'read_checkpoint', 'written_by_mmengine', 'make_resumed_config_inert',
     'read_saved_config', 'resumed_config', 'REFUSAL_ADVICE', 'CheckpointRefusedError', 'checkpoint_safe_globals',
-    'load_weights_only', 'load_with_checkpoint_types', 'one_line_reason', 'save_checkpoint', 'sha256_of'
+    'load_weights_only', 'load_with_checkpoint_types', 'one_line_reason', 'save_checkpoint', 'sha256_of',
+    'copy_dropped_if_refused'
 ]

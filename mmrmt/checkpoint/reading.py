@@ -8,8 +8,9 @@ import json
 import os
 import os.path as osp
 import zipfile
+from contextlib import contextmanager
 from pickle import UnpicklingError
-from typing import Dict, Optional
+from typing import Dict, Iterator, Optional
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlparse
 
@@ -41,11 +42,32 @@ def is_safetensors_name(path: object) -> bool:
     return str(path).lower().endswith('.safetensors')
 
 
+def hub_copy(url: str) -> str:
+    """Where torch's hub cache keeps the file of ``url`` (timm's loaders too):
+    ``<torch hub dir>/checkpoints/<file name>``."""
+    return osp.join(torch.hub.get_dir(), 'checkpoints', osp.basename(urlparse(url).path) or 'checkpoint.pth')
+
+
+@contextmanager
+def copy_dropped_if_refused(url: str) -> Iterator[None]:
+    """Within the block, a copy of ``url`` that the block puts into the hub cache (:func:`hub_copy`) is
+    removed again if the block raises: the file was refused and no loader may find it there later. A
+    copy that was there before is kept."""
+    local = hub_copy(url)
+    fetched_here = not osp.exists(local)
+    try:
+        yield
+    except BaseException:
+        if fetched_here and osp.isfile(local):
+            os.remove(local)
+        raise
+
+
 def fetch_checkpoint(url: str) -> str:
     """The local copy of ``url`` in torch's hub cache (where mmengine's loaders look too), downloaded unless
     there (nothing left behind on failure); a ``ValueError`` saying why not and what to do."""
-    folder = osp.join(torch.hub.get_dir(), 'checkpoints')
-    local = osp.join(folder, osp.basename(urlparse(url).path) or 'checkpoint.pth')
+    local = hub_copy(url)
+    folder = osp.dirname(local)
     if osp.isfile(local):
         return local
     made = not osp.isdir(folder)
@@ -116,10 +138,12 @@ def read_checkpoint(filename: str) -> object:
     Raises:
         FileNotFoundError: The path does not exist.
         ValueError: Not a PyTorch or safetensors checkpoint (empty, truncated, another kind of file).
-        CheckpointRefusedError: The file holds objects the weights-only unpickler refuses.
+        CheckpointRefusedError: The file holds objects the weights-only unpickler refuses (a URL's copy
+            fetched now is then removed from the hub cache).
     """
     if is_url(filename):
-        filename = fetch_checkpoint(filename)
+        with copy_dropped_if_refused(filename):
+            return read_checkpoint(fetch_checkpoint(filename))
     if not osp.isfile(filename):
         raise FileNotFoundError(f'checkpoint not found: {filename}')
     if is_safetensors_name(filename) or is_safetensors_head(file_head(filename)):

@@ -5,7 +5,9 @@ ignored and a bad value fails deep inside the run):
 * ``KEY=VALUE`` form, and brackets in the value that balance; a value with ``dict(...)``, which mmengine's
   ``DictAction`` cannot read, is read by :func:`parse_value` (a small parser, never ``eval``);
 * the key exists in the config, is a setting the runner reads (:data:`RUN_SETTINGS`) or a constructor
-  argument of the component (a dict with a ``type``) that receives it, else the nearest key is named;
+  argument of the component (a dict with a ``type``) that receives it, of the type the same overrides give it
+  where they set one (``optim_wrapper.type=AmpOptimWrapper optim_wrapper.dtype=float16``), else the nearest
+  key is named;
   a key through a setting that is not a dict names the way to replace it;
 * the fields the tools know (iterations, batch size, learning rate...) get values of the right type and range.
 """
@@ -36,6 +38,8 @@ CLOSERS = {'(': ')', '[': ']', '{': '}'}
 BRACKETS = {closer: opener for opener, closer in CLOSERS.items()}
 #: ``SETTING._delete_=True`` replaces SETTING by the dict the other keys under it make.
 DELETE_SUFFIX = '._delete_'
+#: ``COMPONENT.type=NAME`` makes COMPONENT another class, whose arguments the other keys under it name.
+TYPE_SUFFIX = '.type'
 #: A new key this close to an existing one (difflib's ratio) is taken for a typo of it.
 TYPO_CUTOFF = 0.8
 #: The values the fields the tools know accept, by the last part of the key.
@@ -187,9 +191,11 @@ def unknown_key_error(key: str, where: str, name: str, existing: Iterable[str], 
     return PreflightError(f'--cfg-options {key}: {what} has no {name!r}{hint}')
 
 
-def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str] = ()) -> None:
+def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str] = (),
+              retyped: Optional[Mapping[str, Any]] = None) -> None:
     """Fail unless ``key`` names a setting of ``cfg`` or an argument its component takes (keys under a
-    setting in ``replaced``, given ``SETTING._delete_=True``, make a new dict and are not checked)."""
+    setting in ``replaced``, given ``SETTING._delete_=True``, make a new dict and are not checked; a component
+    in ``retyped``, given ``COMPONENT.type=NAME``, is checked as of its new type)."""
     node: Any = cfg._cfg_dict
     parts = key.split('.')
     for depth, part in enumerate(parts):
@@ -211,7 +217,7 @@ def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str] = ())
         if part in node or part.startswith('_'):
             node = node.get(part)
             continue
-        cls = component_class(node)
+        cls = component_class(dict(type=retyped[where]) if where in (retyped or {}) else node)
         if cls is not None:
             arguments = constructor_arguments(cls)
             if arguments is None or part in arguments:
@@ -248,9 +254,10 @@ def apply_cfg_options(cfg: Config, pairs: Optional[Sequence[str]]) -> Config:
         return cfg
     replaced = {key[:-len(DELETE_SUFFIX)] for key, value in options.items()
                 if key.endswith(DELETE_SUFFIX) and value is True}
+    retyped = {key[:-len(TYPE_SUFFIX)]: value for key, value in options.items() if key.endswith(TYPE_SUFFIX)}
     with DefaultScope.overwrite_default_scope(cfg.get('default_scope')):
         for key, value in options.items():
-            check_key(cfg, key, value, replaced)
+            check_key(cfg, key, value, replaced, retyped)
             check_value(key, value)
     cfg.merge_from_dict(options)
     return cfg

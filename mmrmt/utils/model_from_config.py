@@ -10,6 +10,7 @@ from mmengine.registry import DATASETS, MODELS, init_default_scope
 from torch import nn
 
 from mmrmt.checkpoint import one_line_reason
+from .neck_fit import check_backbone_fits_readers
 from .output_guard import leaf_datasets
 from .preflight import PreflightError
 from .run_config import replace_sync_bn_types
@@ -23,7 +24,8 @@ def build_cpu_model(cfg: Config, quiet: bool = False) -> nn.Module:
     ``quiet`` hides the build's warnings (a check whose run builds the model again).
 
     Raises:
-        PreflightError: The config has no model, or the model does not build.
+        PreflightError: The config has no model, the model does not build, or its neck (or heads) take
+            other channels than its backbone gives (:func:`.neck_fit.check_backbone_fits_readers`).
     """
     if not isinstance(cfg.get('model'), dict):
         raise PreflightError(f'{cfg.filename} has no model = dict(type=...) setting')
@@ -37,6 +39,7 @@ def build_cpu_model(cfg: Config, quiet: bool = False) -> nn.Module:
             model = MODELS.build(model_cfg)
     except Exception as error:  # a constructor can raise anything
         raise PreflightError(f'the model of {cfg.filename} does not build: {one_line_reason(error)}') from error
+    check_backbone_fits_readers(model, cfg.filename)
     return model.eval()
 
 

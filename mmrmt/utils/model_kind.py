@@ -4,10 +4,12 @@ faster than the model it is not). pytorch2onnx.py names a model's ports by its k
 (:mod:`mmrmt.deployment.export.tensor_mode`): a two-stage detector takes ``image`` and ``proposals`` and returns
 ``rpn_*`` and ``roi_*`` (``roi_2`` the masks), a single-stage one ``head_*``, a segmentor ``seg_logits``, a
 backbone ``feature_*``. mmdeploy's detection deploy configs convert models without a mask head, its
-instance-segmentation ones (outputs with ``masks``) models with one.
+instance-segmentation ones (outputs with ``masks``) models with one. A graph whose ports pytorch2onnx.py never
+writes (another exporter's, an mmdeploy graph) is not evaluated as a config's model: its outputs would be fed
+to the model's heads.
 """
 import os.path as osp
-from typing import Any, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Tuple
 
 from mmengine.config import Config
 
@@ -17,6 +19,9 @@ from .preflight import PreflightError
 #: What each kind is called in messages.
 KIND_NAMES = dict(two_stage='two-stage detector', single_stage='single-stage detector', segmentor='segmentor',
                   backbone='backbone')
+#: The ports of each kind's whole-model graph, in messages.
+KIND_PORTS = dict(two_stage="takes 'image' and 'proposals' and returns rpn_* and roi_*",
+                  single_stage="takes 'image' and returns head_*", segmentor="takes 'image' and returns seg_logits")
 #: The kinds that are detectors.
 DETECTORS = ('two_stage', 'single_stage')
 
@@ -33,13 +38,17 @@ def model_kind(model: Any) -> Optional[str]:
     return 'segmentor' if has('decode_head') else None
 
 
+def graph_ports(path: str) -> Tuple[List[str], List[str]]:
+    """The names of the graph's inputs and outputs."""
+    import onnx
+    graph = onnx.load(path, load_external_data=False).graph
+    return [value.name for value in graph.input], [value.name for value in graph.output]
+
+
 def graph_model_kind(path: str) -> Optional[str]:
     """'two_stage', 'single_stage', 'segmentor' or 'backbone' from the graph's port names, with
     ``'+masks'`` for a two-stage graph with mask outputs; None for ports pytorch2onnx.py does not write."""
-    import onnx
-    graph = onnx.load(path, load_external_data=False).graph
-    inputs = [value.name for value in graph.input]
-    outputs = [value.name for value in graph.output]
+    inputs, outputs = graph_ports(path)
     if inputs == ['image', 'proposals']:
         return 'two_stage+masks' if 'roi_2' in outputs else 'two_stage'
     if outputs == ['seg_logits']:
@@ -73,8 +82,16 @@ def other_graph_kind(path: str, kind: Optional[str]) -> Optional[str]:
 
 def check_graph_fits_config(path: str, cfg: Config, config: str) -> None:
     """Fail if the whole-model graph ``path`` and config ``config`` describe different kinds of model (one
-    line naming both kinds and the two ways to make them agree)."""
+    line naming both kinds and the two ways to make them agree), or, for a detector's or segmentor's config,
+    if the graph has ports pytorch2onnx.py does not write (one line naming both port sets)."""
     config_kind = config_model_kind(cfg)
+    if config_kind is not None and graph_model_kind(path) is None:
+        inputs, outputs = graph_ports(path)
+        kind = config_kind.partition('+')[0]
+        raise PreflightError(f'{path} is no graph of tools/deployment/pytorch2onnx.py (inputs {inputs}, outputs '
+                             f'{outputs[:4]}{"..." if len(outputs) > 4 else ""}); the graph of {config}, a '
+                             f'{describe(config_kind)}, {KIND_PORTS[kind]}: export it with '
+                             'tools/deployment/pytorch2onnx.py')
     graph = other_graph_kind(path, config_kind)
     if graph is None:
         return

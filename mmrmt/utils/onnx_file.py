@@ -1,6 +1,6 @@
 """The one check of an ONNX model file given to a tool, before a session is opened or anything built: an ONNX
-model (not a PyTorch checkpoint, not cut short), its external data inside its own folder, and, for a tool that
-evaluates a whole model, not a backbone alone."""
+model (not a PyTorch checkpoint, not cut short) of an opset the tools read, its external data inside its own
+folder, and, for a tool that evaluates a whole model, not a backbone alone."""
 import importlib.util
 import os.path as osp
 from pathlib import Path
@@ -12,6 +12,10 @@ from .preflight import PreflightError
 #: How files that are not ONNX models start, and what they are.
 FOREIGN_HEADERS = ((b'PK\x03\x04', 'a zip archive (a PyTorch checkpoint?)'),
                    (b'\x80', 'a pickle (a PyTorch checkpoint?)'))
+
+#: The oldest ONNX opset (of the default domain) the tools read: the oldest pytorch2onnx.py writes
+#: (``--exporter torchscript``), and mmdeploy's deploy configs' opset.
+OLDEST_OPSET = 11
 
 #: The first outputs of a backbone-only graph (tensor mode: ``feature_0``, ``feature_1``...).
 BACKBONE_OUTPUT_PREFIX = 'feature_'
@@ -55,6 +59,18 @@ def external_data_problem(path: str, model) -> str:
     return ''
 
 
+def opset_problem(model) -> str:
+    """Why the tools cannot read ``model`` (an onnx ModelProto) for its opset of the default domain: older than
+    :data:`OLDEST_OPSET`, or newer than the installed onnx knows; '' if neither (or it names none)."""
+    import onnx
+    version = next((entry.version for entry in model.opset_import if entry.domain in ('', 'ai.onnx')), None)
+    newest = onnx.defs.onnx_opset_version()
+    if version is None or OLDEST_OPSET <= version <= newest:
+        return ''
+    age = 'older than the tools read' if version < OLDEST_OPSET else f'newer than onnx {onnx.__version__} knows'
+    return f'is of ONNX opset {version}, {age} (opsets {OLDEST_OPSET} to {newest})'
+
+
 def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = False) -> None:
     """Fail unless onnx and onnxruntime are installed and ``path`` (``role`` in messages, e.g. ``'--onnx
     file'``) is an ONNX model a tool may open (see the module); ``whole_model``: refuse a backbone-only graph."""
@@ -78,6 +94,9 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
         model = onnx.load(path, load_external_data=False)
     except Exception as error:  # onnx raises DecodeError and others for a file that is no model
         raise PreflightError(broken.format(one_line_reason(error))) from None
+    problem = opset_problem(model)
+    if problem:
+        raise PreflightError(f'{role} {path} {problem}; {export_hint}')
     problem = external_data_problem(path, model)
     if problem:
         raise PreflightError(f'{role} {path}: {problem}; onnxruntime reads external data only from files in '

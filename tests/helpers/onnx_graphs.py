@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 
 
-def matmul_graph(path: Path, output: str = 'feature_0', external: str = '') -> Path:
-    """``image`` (1, 3) times a 3x3 weight, as ``output``; the weight in file ``external``
+def matmul_graph(path: Path, output: str = 'feature_0', external: str = '', opset: int = 17) -> Path:
+    """``image`` (1, 3) times a 3x3 weight, as ``output``, in ONNX ``opset``; the weight in file ``external``
     beside ``path`` if given."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -14,7 +14,7 @@ def matmul_graph(path: Path, output: str = 'feature_0', external: str = '') -> P
     graph = helper.make_graph([helper.make_node('MatMul', ['image', 'w'], [output])], 'matmul',
                               [helper.make_tensor_value_info('image', TensorProto.FLOAT, [1, 3])],
                               [helper.make_tensor_value_info(output, TensorProto.FLOAT, [1, 3])], [weight])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)])
     if external:
         onnx.save_model(model, str(path), save_as_external_data=True, location=external, size_threshold=0)
     else:

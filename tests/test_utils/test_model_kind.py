@@ -30,3 +30,37 @@ def test_the_masks_of_a_two_stage_config():
     assert config_model_kind(Config(dict(model=with_masks))) == 'two_stage+masks'
     assert config_model_kind(Config(dict(model=TWO_STAGE))) == 'two_stage'
     assert config_model_kind(Config(dict())) is None
+
+
+def test_a_graph_pytorch2onnx_never_writes_is_refused_for_a_config(tmp_path):
+    """A foreign graph taking ``image`` passed tools/deployment/test_onnx.py's checks and crashed inside mmdet
+    (issue 49): one line naming its ports and those of the config's graph."""
+    from mmrmt.utils import PreflightError
+    from mmrmt.utils.model_kind import check_graph_fits_config
+    from helpers.onnx_graphs import matmul_graph
+    pytest.importorskip('onnx')
+    foreign = matmul_graph(tmp_path / 'foreign.onnx', output='logits')
+    cfg = Config(dict(model=dict(TWO_STAGE, type='MaskRCNN')))
+    with pytest.raises(PreflightError) as refused:
+        check_graph_fits_config(str(foreign), cfg, 'det.py')
+    assert str(refused.value) == (
+        f"{foreign} is no graph of tools/deployment/pytorch2onnx.py (inputs ['image'], outputs ['logits']); the "
+        "graph of det.py, a two-stage detector without masks, takes 'image' and 'proposals' and returns rpn_* and "
+        'roi_*: export it with tools/deployment/pytorch2onnx.py')
+    check_graph_fits_config(str(foreign), Config(dict(model=dict(type='ImageClassifier'))), 'cls.py')  # no kind
+    check_graph_fits_config(str(matmul_graph(tmp_path / 'seg.onnx', output='seg_logits')),
+                            Config(dict(model=dict(type='EncoderDecoder', decode_head=dict(type='UPerHead')))),
+                            'seg.py')
+
+
+def test_test_onnx_refuses_a_foreign_graph_before_building(tmp_path):
+    from helpers.onnx_graphs import matmul_graph
+    from helpers.tool_modules import REPO, exit_line, import_tool
+    pytest.importorskip('onnxruntime')
+    foreign = matmul_graph(tmp_path / 'foreign.onnx', output='logits')
+    config = REPO / 'tests' / 'data' / 'configs' / 'upernet_rmt-tiny_test.py'
+    line = exit_line(import_tool('tools/deployment/test_onnx.py').main,
+                     [config, foreign, '--work-dir', tmp_path / 'work'])
+    assert line.startswith(f'error: {foreign} is no graph of tools/deployment/pytorch2onnx.py (inputs [\'image\'], '
+                           "outputs ['logits']); the graph of"), line
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['foreign.onnx']

@@ -65,3 +65,20 @@ def test_a_backbone_graph_where_a_whole_model_is_needed(tmp_path):
     assert refusal(path, whole_model=True) == (
         f'ONNX model {path} is a backbone-only graph (outputs feature_0); this tool evaluates a whole model: '
         'export it without --backbone-only')
+
+
+def test_a_graph_of_an_opset_the_tools_do_not_read(tmp_path):
+    """An opset-7 file was called truncated or of another format (issue 49): its opset is named, and the range."""
+    import onnx
+    from onnx import helper
+    old = onnx.load(str(matmul_graph(tmp_path / 'old.onnx', opset=7)))
+    old.graph.node.append(helper.make_node('Gelu', ['feature_0'], ['gelu']))  # opset 20's: not in opset 7
+    onnx.save_model(old, str(tmp_path / 'old.onnx'))
+    newest = onnx.defs.onnx_opset_version()
+    assert refusal(tmp_path / 'old.onnx') == (
+        f'ONNX model {tmp_path}/old.onnx is of ONNX opset 7, older than the tools read (opsets 11 to {newest}); '
+        f'{EXPORT_HINT}')
+    assert refusal(matmul_graph(tmp_path / 'new.onnx', opset=newest + 1)) == (
+        f'ONNX model {tmp_path}/new.onnx is of ONNX opset {newest + 1}, newer than onnx {onnx.__version__} knows '
+        f'(opsets 11 to {newest}); {EXPORT_HINT}')
+    check_graph_file(str(matmul_graph(tmp_path / 'oldest.onnx', opset=11)))

@@ -11,6 +11,7 @@ from torch.torch_version import TorchVersion
 
 from mmrmt.models import ResMLP
 from mmrmt.utils import replaced_atomically
+from mmrmt.utils.onnx_file import OLDEST_OPSET
 from .export_forms import export_forms
 from .fixed_shapes import fixed_shape_export
 from .image_scan import scan_over_images
@@ -19,7 +20,7 @@ from .tensor_mode import TensorModeModel, dynamic_axes, dynamic_shapes
 #: Exporter name -> (lowest supported opset, default opset). The TorchScript
 #: exporter is the one mmdeploy drives; the dynamo exporter writes opset 18+
 #: only (asked for less, torch 2.14's writes opset 18 and merely logs it).
-EXPORTERS = {'torchscript': (11, 17), 'dynamo': (18, 18)}
+EXPORTERS = {'torchscript': (OLDEST_OPSET, 17), 'dynamo': (18, 18)}
 HIGHEST_OPSET = 20
 #: The oldest torch (major, minor) whose dynamo exporter writes a graph of the module that holds at
 #: any image size, where that is newer than the floor of requirements/runtime.txt. torch.export

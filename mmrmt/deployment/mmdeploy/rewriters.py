@@ -28,14 +28,17 @@ backend's own rewriter instead of its default):
   each class scored with the box of the RoI's best class, the deploy
   config's thresholds); ours compute mmdet's, from the model's ``test_cfg``
   (:mod:`mmrmt.deployment.mmdeploy.two_stage`).
+* ``torch.onnx.export``, as mmdeploy calls it: by torch's TorchScript
+  exporter (torch 2.14's defaults to the dynamo exporter, which rejects the
+  ``dynamic_axes`` mmdeploy passes).
 
-:func:`torchscript_exporter` selects torch's TorchScript exporter for the
-calls mmdeploy makes (torch 2.14's ``torch.onnx.export`` defaults to the
-dynamo exporter, which rejects the ``dynamic_axes`` mmdeploy passes).
+``import mmrmt`` in a process that has imported mmdeploy (its own
+``tools/deploy.py`` or ``mmdeploy.apis.torch2onnx``, reading a config's
+``custom_imports=dict(imports=['mmrmt'])``) imports this module too
+(:mod:`mmrmt.openmmlab_layer`): mmdeploy's own route converts with these
+rewriters as :func:`.route.convert` does.
 """
-from contextlib import contextmanager
-from functools import partial
-from typing import Iterator, List
+from typing import List
 
 import torch
 from mmdeploy.core import FUNCTION_REWRITER, SYMBOLIC_REWRITER
@@ -59,15 +62,9 @@ EXPORT_FORM_FORWARDS = ('mmrmt.models.backbones.rmt.backbone.RMT.forward', 'mmrm
                         'mmrmt.models.backbones.rmt.masa_2d.ManhattanSelfAttention2d.forward')
 
 
-@contextmanager
-def torchscript_exporter() -> Iterator[None]:
-    """Within the context, ``torch.onnx.export`` runs the TorchScript exporter (``dynamo=False``)."""
-    export = torch.onnx.export
-    torch.onnx.export = partial(export, dynamo=False)
-    try:
-        yield
-    finally:
-        torch.onnx.export = export
+def torchscript_export(*args, **kwargs):
+    """mmdeploy's ``torch.onnx.export`` call, by the TorchScript exporter unless it names one."""
+    return FUNCTION_REWRITER.get_context().origin_func(*args, **{'dynamo': False, **kwargs})
 
 
 def roi_align_symbolic(g, features, rois, output_size: List[int], spatial_scale: float, sampling_ratio: int,
@@ -107,3 +104,4 @@ for backend in SUPPORTED_BACKENDS:
                                         backend=backend)(rpn_head_predict_by_feat)
     FUNCTION_REWRITER.register_rewriter('mmdet.models.roi_heads.bbox_heads.bbox_head.BBoxHead.predict_by_feat',
                                         backend=backend)(bbox_head_predict_by_feat)
+    FUNCTION_REWRITER.register_rewriter('torch.onnx.export', backend=backend)(torchscript_export)

@@ -2,8 +2,9 @@
 
 :func:`convert` is what mmdeploy's ``tools/deploy.py`` does for the
 onnxruntime backend (``mmdeploy.apis.torch2onnx``; an onnxruntime backend
-runs that file as it is), with the TorchScript exporter selected and mmrmt's
-rewriters registered (:mod:`mmrmt.deployment.mmdeploy.rewriters`);
+runs that file as it is), with mmrmt's rewriters registered
+(:mod:`mmrmt.deployment.mmdeploy.rewriters`, the TorchScript exporter among
+them) and, for a static deploy config, attention in runs of queries;
 :func:`compare_with_torch` runs the file through mmdeploy's onnxruntime
 backend model and the PyTorch model on one image and compares what each
 predicts (:mod:`mmrmt.deployment.mmdeploy.parity`).
@@ -26,7 +27,6 @@ from mmengine.config import Config
 
 from ..export import fixed_shape_export
 from .parity import Parity, prediction_parity
-from .rewriters import torchscript_exporter
 
 
 def input_not_filled(deploy_cfg: Config, model_cfg: Config, image: str, device: str = 'cpu') -> Optional[str]:
@@ -68,7 +68,7 @@ def convert(deploy_cfg: Config, model_cfg: Config, image: str, work_dir: str, we
     """
     from mmdeploy.apis import torch2onnx
     shapes = nullcontext() if deploy_cfg.onnx_config.get('dynamic_axes') else fixed_shape_export()
-    with torchscript_exporter(), shapes:
+    with shapes:
         torch2onnx(image, work_dir, deploy_cfg.onnx_config.save_file, deploy_cfg, model_cfg, weights, device)
 
 

@@ -18,7 +18,7 @@ from timm.layers import DropPath, Mlp, lecun_normal_
 from torch import nn
 
 from mmrmt.checkpoint.converters import resmlp_deit_to_timm
-from ..layers import build_norm_layer
+from ..layers import build_norm_layer, run_mode
 from .arch import BOOL, POSITIVE_INT, POSITIVE_REAL, POWER_OF_TWO, check_arg, resolve_arch
 from .base_backbone import PyramidBackbone, call_block, init_linears_and_layer_norms, takes_backbone_options
 
@@ -34,6 +34,16 @@ def ceil_div(size: int, step: int) -> int:
     ``-a % b`` come out wrong at input sizes other than the traced one).
     """
     return (size + step - 1) // step
+
+
+def crop(x: torch.Tensor, dim: int, start: int, length: int) -> torch.Tensor:
+    """``x.narrow(dim, start, length)``; while ``torch.export`` records (:func:`.run_mode.torch_exports`), a new
+    tensor of those elements (``index_select``). A view is contiguous where nothing is cut off and strided
+    where padding is, and whichever layout the traced size gives, ``torch.export`` keeps as a condition on the
+    input size: its program then refuses every size that pads otherwise ("Guard failed")."""
+    if run_mode.torch_exports():
+        return x.index_select(dim, torch.arange(start, start + length, device=x.device))
+    return x.narrow(dim, start, length)
 
 
 class Affine(nn.Module):
@@ -73,7 +83,7 @@ def mix_in_windows(x: torch.Tensor, linear: nn.Linear, window_size: Tuple[int, i
     mixed = linear(windows.reshape(batch, rows, cols, channels, win_h * win_w))
     mixed = mixed.view(batch, rows, cols, channels, win_h, win_w).permute(0, 1, 4, 2, 5, 3)
     mixed = mixed.reshape(batch, rows * win_h, cols * win_w, channels)
-    return mixed[:, top:top + height, left:left + width]
+    return crop(crop(mixed, 1, top, height), 2, left, width)
 
 
 class ResMLPBlock(nn.Module):
@@ -348,5 +358,6 @@ class ResMLP(PyramidBackbone):
                 feature = self.norm(x) if self.norm is not None and i == self.depth - 1 else x
                 feature = self.rescales[str(level)](self.emit(i, feature))
                 stride = LEVEL_STRIDES[level]
-                outs.append(feature[..., :ceil_div(height, stride), :ceil_div(width, stride)].contiguous())
+                feature = crop(crop(feature, -2, 0, ceil_div(height, stride)), -1, 0, ceil_div(width, stride))
+                outs.append(feature.contiguous())
         return tuple(outs)

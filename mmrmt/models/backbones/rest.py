@@ -139,22 +139,23 @@ def mixed_head_plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     split); by default in one pass. ``expm1`` is that of
     :func:`softmax_deviations`.
     """
-    dim, length = (-2, q.shape[-2]) if runs is None else runs
+    dim, length = (-2, None) if runs is None else runs
     if dim == -2:
         return _mixed_head_query_runs(q, k, v, transform_conv, scale, length, expm1)
     return torch.cat([_mixed_head_query_runs(*(t[start:start + length] for t in (q, k, v)), transform_conv, scale,
-                                             q.shape[-2], expm1) for start in range(0, len(q), length)])
+                                             None, expm1) for start in range(0, len(q), length)])
 
 
 def _mixed_head_query_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, transform_conv: nn.Conv2d,
-                           scale: float, length: int, expm1: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-    """:func:`mixed_head_plain_attention` with its queries ``length`` at a time."""
+                           scale: float, length: Optional[int],
+                           expm1: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """:func:`mixed_head_plain_attention` with its queries ``length`` at a time; None: in one pass, which
+    reads no size as a Python int (``range`` over a sequence length would fix it in a ``torch.export``)."""
     queries, keys = q.shape[-2], k.shape[-2]
     keys_t = k.transpose(-1, -2)
     outputs, square_sums = [], []
-    for start in range(0, queries, length):
-        centred = softmax_deviations(transform_conv(torch.matmul(q[..., start:start + length, :], keys_t) * scale),
-                                     expm1)
+    for rows in [q] if length is None else (q[..., start:start + length, :] for start in range(0, queries, length)):
+        centred = softmax_deviations(transform_conv(torch.matmul(rows, keys_t) * scale), expm1)
         square_sums.append(centred.square().sum(dim=(-2, -1), keepdim=True))
         outputs.append(torch.matmul(centred.to(v.dtype), v))
     out = torch.cat(outputs, dim=-2) if len(outputs) > 1 else outputs[0]

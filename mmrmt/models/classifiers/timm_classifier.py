@@ -13,13 +13,14 @@ wrapper over ``forward_intermediates``, and the weights of
 timm reads itself, weights only) loads through :meth:`load_state_dict`, the
 same fit check first.
 """
+from contextlib import nullcontext
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 import torch
 from timm.models import adapt_input_conv, build_model_with_cfg, resolve_pretrained_cfg
 from torch import nn
 
-from mmrmt.checkpoint import check_fit, extract_state_dict, read_checkpoint, starts_with_any
+from mmrmt.checkpoint import check_fit, copy_dropped_if_refused, extract_state_dict, read_checkpoint, starts_with_any
 from ..backbones.input_check import RECORD_INSTEAD
 
 #: The evaluation settings shared by the authors' ImageNet models (their
@@ -216,21 +217,24 @@ def build_classifier(model_cls: Type[nn.Module], variant: str, pretrained: bool 
     overlay = dict(kwargs.pop('pretrained_cfg_overlay', None) or {})
     if overlay.get('file') or overlay.get('url'):
         overlay.setdefault('custom_load', True)
-    if pretrained:
-        check_weights_source(variant, kwargs.get('pretrained_cfg'), overlay)
-    return build_model_with_cfg(model_cls, variant, pretrained, pretrained_cfg_overlay=overlay,
-                                feature_cfg=dict(feature_cls='getter', out_indices=(0, 1, 2, 3)), **kwargs)
+    url = check_weights_source(variant, kwargs.get('pretrained_cfg'), overlay) if pretrained else None
+    with copy_dropped_if_refused(url) if url else nullcontext():  # timm fetches a url into the hub cache
+        return build_model_with_cfg(model_cls, variant, pretrained, pretrained_cfg_overlay=overlay,
+                                    feature_cfg=dict(feature_cls='getter', out_indices=(0, 1, 2, 3)), **kwargs)
 
 
-def check_weights_source(variant: str, cfg: Optional[Union[str, dict]], overlay: dict) -> None:
+def check_weights_source(variant: str, cfg: Optional[Union[str, dict]], overlay: dict) -> Optional[str]:
     """Fail unless timm's resolved pretrained cfg of ``variant`` names weights to load.
+
+    Returns:
+        str, optional: The url timm fetches them from (into torch's hub cache), if it loads no file.
 
     Raises:
         ValueError: One line: where the authors publish their files and how to give one to timm.
     """
     resolved = resolve_pretrained_cfg(variant, pretrained_cfg=cfg, pretrained_cfg_overlay=overlay)
     if resolved.file or resolved.url or resolved.hf_hub_id or resolved.state_dict:
-        return
+        return None if resolved.file else resolved.url
     raise ValueError(f"{variant}: timm has no download of the authors' ImageNet weights; take their file from "
                      f'{resolved.origin_url} (see docs/timm.md) and pass it: timm.create_model({variant!r}, '
                      "pretrained=True, pretrained_cfg_overlay=dict(file='PATH.pth'))")

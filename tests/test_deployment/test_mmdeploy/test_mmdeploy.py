@@ -9,7 +9,10 @@ Tiny backbones of each family and 64-160 px images keep the exports to seconds. 
 raw outputs stay within 1e-5 of torch's, so a score 1e-4 off or a box 1e-3 of the image off is a
 wrong graph; mask and class pixels on a tie may flip, far fewer than one in a thousand.
 """
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import cv2
@@ -209,3 +212,31 @@ def test_static_deploy_configs_convert_to_graphs_of_fixed_shapes(deploy_cfg, fix
     convert(Config.fromfile(str(DEPLOY / deploy_cfg)), Config(), 'image.jpg', 'work_dir')
     assert seen == [fixed]
     assert not fixed_shapes.exports_fixed_shapes()
+
+
+#: What mmdeploy's own tools/deploy.py does to convert (the pip package does not ship the script).
+MMDEPLOY_OWN_ROUTE = '''
+import sys
+from mmdeploy.apis import torch2onnx
+deploy_cfg, model_cfg, image, work_dir, weights = sys.argv[1:]
+torch2onnx(image, work_dir, 'end2end.onnx', deploy_cfg, model_cfg, weights, 'cpu')
+'''
+
+
+def test_mmdeploy_s_own_route_with_custom_imports_predicts_what_torch_does(image, tmp_path):
+    """mmdeploy's ``torch2onnx`` in a process of its own, with a model config holding
+    ``custom_imports=dict(imports=['mmrmt'])`` (ours do): importing mmrmt there registers its rewriters, so the
+    graph predicts what torch does (issue 49: the dynamo exporter, torch 2.14's default, rejected mmdeploy's
+    dynamic axes)."""
+    from mmrmt.deployment.mmdeploy import compare_with_torch
+    model_cfg, weights, work_dir = TEST_CONFIGS / 'retinanet_rmt-tiny_fpn_test.py', tmp_path / 'w.pth', tmp_path / 'w'
+    assert 'mmrmt' in Config.fromfile(str(model_cfg)).custom_imports.imports
+    spread_weights(model_cfg, weights)
+    deploy_cfg = filling('detection_onnxruntime_dynamic.py', (96, 64), tmp_path)
+    arguments = [str(path) for path in (deploy_cfg, model_cfg, image, work_dir, weights)]
+    converted = subprocess.run([sys.executable, '-c', MMDEPLOY_OWN_ROUTE, *arguments], capture_output=True, text=True,
+                               env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert converted.returncode == 0, converted.stderr[-3000:]
+    parity = compare_with_torch(Config.fromfile(str(deploy_cfg)), Config.fromfile(str(model_cfg)),
+                                str(work_dir / 'end2end.onnx'), str(image), str(weights))
+    assert parity.problems == [] and parity.box_error is not None, parity.summary()  # detections compared
