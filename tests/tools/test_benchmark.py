@@ -240,7 +240,7 @@ def test_every_rows_error_is_against_the_torch_model():
     """A graph whose runs agree with each other but not with torch shows its difference from torch."""
     args = argparse.Namespace(
         config=None, backbone='rmt-t', impl=['fast'], batch=1, onnx=['g.onnx'], runtime=['onnxruntime', 'openvino'],
-        precision=['f32'], upstream_repo=None, amp=['none'])
+        precision=['f32'], upstream_repo=None, amp=['none'], compile=False)
     torch_out, graph_out = [np.ones((1, 4), np.float32)], [np.full((1, 4), 1.5, np.float32)]
     results = {'infer': {'fast': (1., 1, 1, torch_out), 'onnxruntime g.onnx': (0.5, 1, 1, graph_out),
                          'openvino f32 g.onnx': (0.5, 1, 1, graph_out)}}
