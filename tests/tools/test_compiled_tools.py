@@ -2,21 +2,23 @@
 within float32's bound, a second run in a fresh process takes Inductor's code from its on-disk cache
 instead of compiling again, and bad settings are one line before anything is built or written.
 
-Compiling is slow on a CPU, so the tools share one Inductor cache (``TORCHINDUCTOR_CACHE_DIR``, a folder
-of this module): the tiny Mask R-CNN's backbone and neck compile once, for tools/test.py's first run,
-whose batches (4 images of 64x64) the others run too; the later runs take the code from the cache.
+Compiling is slow on a CPU (the tiny Mask R-CNN's backbone and neck: about 2 minutes on one thread), so
+the tools share one Inductor cache (``TORCHINDUCTOR_CACHE_DIR``, a folder of this module): they compile
+once, for tools/test.py's first run, whose batches (4 images of 64x64) the others run too; the later runs
+take the code from the cache. The benchmark's error column of a compiled backbone is checked in
+tests/tools/test_benchmark.py (a backbone of its own would compile for minutes more).
 """
 import json
 import pickle
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 import torch
 
-from mmrmt.benchmark.models import build_backbone
 from mmrmt.utils import read_config
 from mmrmt.utils.model_from_config import build_cpu_model
 from helpers.rounding import two_implementations
@@ -30,12 +32,16 @@ SUMMARY = re.compile(r"torch\.compile: (.+) compiled in ([\d.]+) s \((\d+) graph
 
 
 @pytest.fixture(scope='module')
-def inductor_cache(tmp_path_factory):
-    """This module's Inductor cache: every tool run below is a fresh interpreter that uses it."""
-    cache = tmp_path_factory.mktemp('inductor_cache')
+def inductor_cache(tmp_path_factory) -> Path:
+    """This module's Inductor cache."""
+    return tmp_path_factory.mktemp('inductor_cache')
+
+
+def run_compiled(args: List[object], cache: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run a tool (see tool_process.run_tool) in a fresh interpreter whose Inductor cache is ``cache``."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv('TORCHINDUCTOR_CACHE_DIR', str(cache))
-        yield cache
+        return run_tool(args, timeout, fresh=True)
 
 
 def summary(output: str) -> Dict[str, object]:
@@ -63,8 +69,9 @@ def assert_same_detections(compiled: List[Dict[str, torch.Tensor]], eager: List[
         assert torch.equal(torch.as_tensor(ours['labels']), torch.as_tensor(theirs['labels']))
         for key in ('scores', 'bboxes'):
             expected = torch.as_tensor(theirs[key], dtype=torch.float32)
+            scale = expected.abs().max().item() if expected.numel() else 0.
             torch.testing.assert_close(torch.as_tensor(ours[key], dtype=torch.float32), expected, rtol=tolerance,
-                                       atol=tolerance * float(expected.abs().max(initial=1.)))
+                                       atol=tolerance * scale)
 
 
 @pytest.fixture(scope='module')
@@ -74,9 +81,9 @@ def compiled_test_runs(inductor_cache, det_work_dir, demo_root, tmp_path_factory
     runs = []
     for index in range(2):
         folder = tmp_path_factory.mktemp(f'compiled_test_{index}')
-        result = run_tool(['test.py', DET_CONFIG, det_work_dir / 'iter_4.pth', '--work-dir', folder / 'work',
-                           '--out', folder / 'predictions.pkl', '--compile', '--cfg-options',
-                           *det_data_options(demo_root)], fresh=True)
+        result = run_compiled(['test.py', DET_CONFIG, det_work_dir / 'iter_4.pth', '--work-dir', folder / 'work',
+                               '--out', folder / 'predictions.pkl', '--compile', '--cfg-options',
+                               *det_data_options(demo_root)], inductor_cache, timeout=900 if index == 0 else 300)
         check_ok(result)
         runs.append((result, folder / 'predictions.pkl'))
     return runs
@@ -102,7 +109,8 @@ def demo_predictions(out_dir: Path) -> List[Dict[str, torch.Tensor]]:
     return [json.loads(path.read_text()) for path in sorted((out_dir / 'preds').glob('*.json'))]
 
 
-def test_compiled_demo_gives_eager_predictions_from_the_cache(compiled_test_runs, det_work_dir, demo_root, tmp_path):
+def test_compiled_demo_gives_eager_predictions_from_the_cache(compiled_test_runs, inductor_cache, det_work_dir,
+                                                              demo_root, tmp_path):
     """The demo's model, on 4 images a batch, is the graph tools/test.py compiled: its code comes from the
     cache, with the demo's own checkpoint (frozen weights are keyed by their shapes only)."""
     images = tmp_path / 'images'
@@ -112,7 +120,7 @@ def test_compiled_demo_gives_eager_predictions_from_the_cache(compiled_test_runs
     args = [IMAGE_DEMO, images, DET_CONFIG, '--weights', det_work_dir / 'iter_4.pth', '--device', 'cpu',
             '--batch-size', '4']
     eager = run_tool([*args, '--out-dir', tmp_path / 'eager'])
-    compiled = run_tool([*args, '--out-dir', tmp_path / 'compiled', '--compile'], fresh=True)
+    compiled = run_compiled([*args, '--out-dir', tmp_path / 'compiled', '--compile'], inductor_cache)
     check_ok(eager)
     check_ok(compiled)
     assert_same_detections(demo_predictions(tmp_path / 'compiled'), demo_predictions(tmp_path / 'eager'))
@@ -120,9 +128,9 @@ def test_compiled_demo_gives_eager_predictions_from_the_cache(compiled_test_runs
     assert said['cached'] == said['compilations'] >= 2
 
 
-def test_benchmark_has_compiled_rows_beside_eager_ones(compiled_test_runs):
-    result = run_tool([BENCHMARK, DET_CONFIG, '--batch', '4', '--shape', '64', '64', '--mode', 'infer',
-                       '--repeats', '1', '--warmup', '0', '--compile'], fresh=True)
+def test_benchmark_has_compiled_rows_beside_eager_ones(compiled_test_runs, inductor_cache):
+    result = run_compiled([BENCHMARK, DET_CONFIG, '--batch', '4', '--shape', '64', '64', '--mode', 'infer',
+                           '--repeats', '1', '--warmup', '0', '--compile'], inductor_cache)
     check_ok(result)
     rows = re.findall(r'^\| (default(?: compiled)?) \| infer \| [\d.]+ \| [\d.]+ \| \d+ \| ([\d.]+)x \| [\d.]+x \| '
                       r'\d+ \| - \|$', result.stdout, re.M)
@@ -130,21 +138,6 @@ def test_benchmark_has_compiled_rows_beside_eager_ones(compiled_test_runs):
     said = summary(result.stdout)
     assert said['cached'] == said['compilations'] >= 2
     assert '# default compiled (infer): torch.compile: backbone and neck compiled in ' in result.stdout
-
-
-def test_benchmark_compiled_backbone_outputs_equal_eager_ones(inductor_cache):
-    """A --backbone's inference rows give their features' largest difference from the eager row's,
-    within the bound of two float32 computations of it; training compiles without freezing."""
-    result = run_tool([BENCHMARK, '--backbone', 'rest-lite', '--shape', '32', '32', '--mode', 'infer', 'train',
-                       '--repeats', '1', '--warmup', '0', '--compile'], fresh=True)
-    check_ok(result)
-    errors = dict(re.findall(r'^\| (default(?: compiled)?) \| infer \|.* \| (\S+) \|$', result.stdout, re.M))
-    assert errors['default'] == '0.0e+00'
-    model = build_backbone('rest-lite', None)
-    bound = two_implementations(torch.float32, longest_reduction(model), layer_count(model))
-    assert float(errors['default compiled']) <= bound, (errors, bound)
-    assert re.search(r'^\| default compiled \| train \|.* \| - \|$', result.stdout, re.M)
-    assert len(SUMMARY.findall(result.stdout)) == 2  # one line a compiled worker: infer, train
 
 
 @pytest.mark.parametrize('tool, args, message', [
