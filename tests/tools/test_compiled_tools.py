@@ -2,11 +2,13 @@
 within float32's bound, a second run in a fresh process takes Inductor's code from its on-disk cache
 instead of compiling again, and bad settings are one line before anything is built or written.
 
-Compiling is slow on a CPU (the tiny Mask R-CNN's backbone and neck: about 2 minutes on one thread), so
-the tools share one Inductor cache (``TORCHINDUCTOR_CACHE_DIR``, a folder of this module): they compile
-once, for tools/test.py's first run, whose batches (4 images of 64x64) the others run too; the later runs
-take the code from the cache. The benchmark's error column of a compiled backbone is checked in
-tests/tools/test_benchmark.py (a backbone of its own would compile for minutes more).
+Compiling is slow on a CPU (the tiny Mask R-CNN's backbone and neck: about 2 minutes on one thread, less
+where Inductor's cache already holds some of its kernels), so the tools share one Inductor cache
+(``TORCHINDUCTOR_CACHE_DIR``, a folder of this module) and only tools/test.py runs twice. The demo and the
+benchmark compile graphs of their own: the test config's ``randomness=dict(deterministic=True)`` has
+tools/test.py run with torch's deterministic algorithms, a setting the cache keys its graphs by. The
+benchmark's error column of a compiled backbone is checked in tests/tools/test_benchmark.py (a backbone of
+its own would compile for minutes more).
 """
 import json
 import pickle
@@ -109,10 +111,9 @@ def demo_predictions(out_dir: Path) -> List[Dict[str, torch.Tensor]]:
     return [json.loads(path.read_text()) for path in sorted((out_dir / 'preds').glob('*.json'))]
 
 
-def test_compiled_demo_gives_eager_predictions_from_the_cache(compiled_test_runs, inductor_cache, det_work_dir,
-                                                              demo_root, tmp_path):
-    """The demo's model, on 4 images a batch, is the graph tools/test.py compiled: its code comes from the
-    cache, with the demo's own checkpoint (frozen weights are keyed by their shapes only)."""
+def test_compiled_demo_gives_eager_predictions(compiled_test_runs, inductor_cache, det_work_dir, demo_root,
+                                               tmp_path):
+    """The demo's detections, compiled, are eager's (its torch.compile line said once)."""
     images = tmp_path / 'images'
     images.mkdir()
     for image in sorted((demo_root / 'coco' / 'val').glob('*.jpg'))[:4]:
@@ -125,7 +126,7 @@ def test_compiled_demo_gives_eager_predictions_from_the_cache(compiled_test_runs
     check_ok(compiled)
     assert_same_detections(demo_predictions(tmp_path / 'compiled'), demo_predictions(tmp_path / 'eager'))
     said = summary(compiled.stdout)
-    assert said['cached'] == said['compilations'] >= 2
+    assert said['what'] == 'backbone and neck' and said['compilations'] >= 2
 
 
 def test_benchmark_has_compiled_rows_beside_eager_ones(compiled_test_runs, inductor_cache):
@@ -135,8 +136,7 @@ def test_benchmark_has_compiled_rows_beside_eager_ones(compiled_test_runs, induc
     rows = re.findall(r'^\| (default(?: compiled)?) \| infer \| [\d.]+ \| [\d.]+ \| \d+ \| ([\d.]+)x \| [\d.]+x \| '
                       r'\d+ \| - \|$', result.stdout, re.M)
     assert [label for label, _ in rows] == ['default', 'default compiled'] and rows[0][1] == '1.00'
-    said = summary(result.stdout)
-    assert said['cached'] == said['compilations'] >= 2
+    assert summary(result.stdout)['compilations'] >= 2
     assert '# default compiled (infer): torch.compile: backbone and neck compiled in ' in result.stdout
 
 
