@@ -6,6 +6,7 @@ bbox/segm mAP (CocoMetric) for detection, mIoU (IoUMetric) for segmentation.
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE_OR_DIR]
                          [--force] [--show-dir DIR] [--tta] [--amp] [--allow-partial-load]
+                         [--compile [--compile-options KEY=VALUE ...]]
                          [--cfg-options KEY=VALUE ...] [--launcher pytorch]
 
 Before the run starts it checks the config, the data paths, that the work dir,
@@ -25,6 +26,10 @@ segmentation writes the predicted label maps as PNGs into the folder
 folder; segmentation writes them to ``DIR/vis_data/vis_image/`` (mmseg's layout).
 ``--amp``: the test forward in float16 autocast on CUDA, in bf16 autocast on a CPU with native
 bf16 (AVX-512 BF16 or AMX), mmcv's float32-only RoIAlign and NMS in float32; refused on other CPUs.
+``--compile``: the backbone and neck compiled by torch.compile (Inductor) for inference, weights frozen
+into the graph, the compiled code cached for the next run (in ``TORCHINDUCTOR_CACHE_DIR``); the log's
+last line says the compile time and how much came from the cache (:mod:`mmrmt.utils.compiled_inference`).
+The config's ``compile`` setting is mmengine's, for training: tools/test.py leaves it alone.
 """
 import argparse
 import os.path as osp
@@ -37,6 +42,7 @@ from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, c
                          check_not_an_input, check_run_checkpoint, check_writable, config_model_specs,
                          dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase, use_test_time_aug)
 from mmrmt.utils.amp import amp_dtype
+from mmrmt.utils.compiled_inference import add_compile_arguments, check_compile, compile_features
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
                                         is_detection, prediction_out_claimed)
 
@@ -55,6 +61,7 @@ def parse_args() -> argparse.Namespace:
                         'flips) merged by its tta_model')
     parser.add_argument('--amp', action='store_true',
                         help='automatic mixed precision: float16 on CUDA, bf16 on a CPU with AVX-512 BF16 or AMX')
+    add_compile_arguments(parser)
     return parse_launch_args(parser)
 
 
@@ -87,6 +94,7 @@ def use_amp(cfg: Config) -> None:
 
 def main() -> None:
     args = parse_args()
+    compile_options = check_compile(args.compile, args.compile_options, 'cuda' if torch.cuda.is_available() else 'cpu')
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
     if args.tta:
         use_test_time_aug(cfg)
@@ -110,8 +118,11 @@ def main() -> None:
     cfg.load_from = args.checkpoint
     with prediction_out_claimed(cfg, args.out):
         runner = build_runner(cfg)
+        compiled = compile_features(runner.model, compile_options) if compile_options is not None else None
         add_prediction_dump(runner, cfg, args.out, args.force)
         run_phase(runner, 'test')
+    if compiled is not None:
+        runner.logger.info(compiled.summary())
 
 
 if __name__ == '__main__':

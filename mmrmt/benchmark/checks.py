@@ -9,6 +9,7 @@ import torch
 from mmrmt.deployment.runtime import check_runtime, cpu_features, file_inputs, shape_mismatch
 from mmrmt.models import backbones
 from mmrmt.utils import PreflightError, check_graph_file, check_input_size, read_config
+from mmrmt.utils.compiled_inference import check_compile
 from mmrmt.utils.model_kind import check_graph_fits_config, graph_model_kind, other_graph_kind
 from .contenders import backbone_type, parse_backbone, takes_impl
 from .models import TENSOR_MODE_PROPOSALS
@@ -83,6 +84,10 @@ def check_args(args: argparse.Namespace) -> None:
         raise PreflightError('--repeats and --batch must be >= 1 and --warmup >= 0.')
     check_threads(args.threads)
     check_input_size(*args.shape, 'time')
+    if args.compile and args.onnx is not None:
+        raise PreflightError('--compile adds compiled rows of the torch model, whose rows time tensor mode beside '
+                             '--onnx files: leave out --compile or --onnx')
+    args.inductor_options = check_compile(args.compile, args.compile_options, args.device)
     if args.onnx is not None:
         check_onnx_args(args)
     elif args.runtime != ['onnxruntime'] or args.precision != ['f32']:

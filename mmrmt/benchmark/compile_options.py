@@ -11,11 +11,12 @@ from mmrmt.engine.inductor_options import inductor_option_problem
 from mmrmt.utils import PreflightError
 
 
-def parse_compile_options(pairs: Sequence[str]) -> Dict[str, Any]:
+def parse_compile_options(pairs: Sequence[str], flag: str = '--options') -> Dict[str, Any]:
     """The Inductor options that ``KEY=VALUE`` ``pairs`` name, checked.
 
     Args:
         pairs (Sequence[str]): ``--options`` as given, e.g. ``['freezing=True']``.
+        flag (str): The option that gave them, in messages (``--compile-options`` in the tools' ``--compile``).
 
     Returns:
         dict: Option name (underscores) to value, for ``torch.compile(options=...)``.
@@ -28,11 +29,11 @@ def parse_compile_options(pairs: Sequence[str]) -> Dict[str, Any]:
         key, equals, text = pair.partition('=')
         name = key.strip().replace('-', '_')
         if not equals or not name:
-            raise PreflightError(f'--options {pair}: give KEY=VALUE, e.g. freezing=True')
+            raise PreflightError(f'{flag} {pair}: give KEY=VALUE, e.g. freezing=True')
         value = DictAction._parse_int_float_bool(text.strip().strip('\'"'))
         problem = inductor_option_problem(name, value)
         if problem is not None:
-            raise PreflightError(f'--options {pair}: {problem}')
+            raise PreflightError(f'{flag} {pair}: {problem}')
         options[name] = value
     return options
 

@@ -13,8 +13,9 @@ UPSTREAM_IMPL = 'upstream'
 #: ``--amp`` value -> the precision of a torch contender; the suffix of its label.
 AMP_PRECISIONS = {'none': 'f32', 'bf16': 'bf16', 'fp16': 'fp16'}
 AUTOCAST_LABELS = {'f32': '', 'bf16': ' bf16 autocast', 'fp16': ' fp16 autocast'}
-#: A worker's job: (its label in the table, torch impl, precision, runtime or None for torch, file).
-Contender = Tuple[str, Optional[str], str, Optional[str], Optional[str]]
+#: A worker's job: (its label in the table, torch impl, precision, runtime or None for torch, file, whether
+#: torch.compile compiles the model's features, :mod:`mmrmt.utils.compiled_inference`).
+Contender = Tuple[str, Optional[str], str, Optional[str], Optional[str], bool]
 
 
 def parse_backbone(name: str) -> Tuple[str, str]:
@@ -49,15 +50,16 @@ def runtime_pairs(args: argparse.Namespace) -> List[Tuple[str, str]]:
 
 
 def contenders(args: argparse.Namespace) -> List[Contender]:
-    """The torch implementations (with --onnx at each --precision), then each --onnx file in each
-    runtime and precision ('onnxruntime FILE', 'openvino bf16 FILE'), or the authors' ResT with
-    --upstream-repo."""
-    eager = [(eager_label(impl, precision), impl, precision, None, None)
-             for precision in eager_precisions(args) for impl in args.impl]
-    graphs = [(f'{runtime_label(runtime, precision)} {path}', None, precision, runtime, path)
+    """The torch implementations (with --onnx at each --precision), with --compile each one compiled too
+    ('fast compiled'), then each --onnx file in each runtime and precision ('onnxruntime FILE', 'openvino
+    bf16 FILE'), or the authors' ResT with --upstream-repo."""
+    torch_rows = [(eager_label(impl, precision, compiled), impl, precision, None, None, compiled)
+                  for compiled in ((False, True) if args.compile else (False, ))
+                  for precision in eager_precisions(args) for impl in args.impl]
+    graphs = [(f'{runtime_label(runtime, precision)} {path}', None, precision, runtime, path, False)
               for path in args.onnx or () for runtime, precision in runtime_pairs(args)]
-    upstream = [(UPSTREAM_IMPL, UPSTREAM_IMPL, 'f32', None, None)] if args.upstream_repo else []
-    return eager + graphs + upstream
+    upstream = [(UPSTREAM_IMPL, UPSTREAM_IMPL, 'f32', None, None, False)] if args.upstream_repo else []
+    return torch_rows + graphs + upstream
 
 
 def eager_precisions(args: argparse.Namespace) -> List[str]:
@@ -66,9 +68,10 @@ def eager_precisions(args: argparse.Namespace) -> List[str]:
     return list(args.precision) if args.onnx else [AMP_PRECISIONS[amp] for amp in args.amp]
 
 
-def eager_label(impl: Optional[str], precision: str) -> str:
-    """A torch contender's label: its impl ('default' for the backbone's), then its autocast if any."""
-    return f'{impl or "default"}{AUTOCAST_LABELS[precision]}'
+def eager_label(impl: Optional[str], precision: str, compiled: bool = False) -> str:
+    """A torch contender's label: its impl ('default' for the backbone's), 'compiled' if so, then its
+    autocast if any."""
+    return f'{impl or "default"}{" compiled" * compiled}{AUTOCAST_LABELS[precision]}'
 
 
 def baseline_label(args: argparse.Namespace) -> str:

@@ -1,8 +1,10 @@
 """The benchmark's workers, one fresh process a contender, and the parent that interleaves their iterations.
 
-A worker builds its model, reports 'ready', times one iteration per 'step'
-message and, on 'done', sends the peak memory its iterations added, its
-process's peak resident set and its last outputs. A worker whose build or
+A worker builds its model (a compiled one also runs one untimed iteration,
+which compiles it), reports 'ready' (a compiled one: torch.compile's line
+instead), times one iteration per 'step' message and, on 'done', sends the
+peak memory its iterations added, its process's peak resident set and its
+last outputs. A worker whose build or
 iteration raises sends a :class:`WorkerFailure` instead, which the parent
 turns into one line naming the contender and the error.
 """
@@ -20,6 +22,7 @@ from mmrmt.checkpoint import one_line_reason
 from mmrmt.deployment.export import TensorModeModel, float32_roi_pooling
 from mmrmt.deployment.runtime import open_graph, run_session
 from mmrmt.utils import PreflightError
+from mmrmt.utils.compiled_inference import compile_features
 from .contenders import UPSTREAM_IMPL, Contender, contenders
 from .memory import peak_baseline, peak_now, proc_status_kb
 from .models import build_backbone, build_whole_model, synthetic_samples, tensor_mode_inputs
@@ -75,7 +78,7 @@ def tensor_mode_worker(args: argparse.Namespace, impl: Optional[str], precision:
 
 def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> None:
     """Build one model, then run one iteration per 'step' message."""
-    _, impl, precision, runtime, path = contender
+    _, impl, precision, runtime, path, compiled = contender
     if runtime is not None:
         return graph_worker(args, path, runtime, precision, conn)
     if args.threads:
@@ -101,10 +104,15 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
     amp = (torch.autocast(args.device, dtype={'bf16': torch.bfloat16, 'fp16': torch.float16}[precision])
            if precision != 'f32' else nullcontext())
 
-    def iteration() -> None:
+    def iteration() -> Optional[List[torch.Tensor]]:
+        """One iteration; a backbone's inference returns its features (compared with the baseline's)."""
+        outputs = None
         if mode == 'infer':
             with torch.no_grad(), amp:
-                model(inputs, samples, mode='predict') if samples else forward(inputs)
+                if samples:
+                    model(inputs, samples, mode='predict')
+                else:
+                    outputs = [feature.float() for feature in forward(inputs)]
         else:
             with amp:
                 if samples:
@@ -115,18 +123,24 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
             model.zero_grad(set_to_none=True)
         if args.device == 'cuda':
             torch.cuda.synchronize()
+        return outputs
 
     with float32_cpu_kernels(model):  # under CPU autocast: mmcv's RoIAlign and NMS take float32 only
-        serve(conn, iteration, args.device)
+        ready = 'ready'
+        if compiled:
+            record = compile_features(model, args.inductor_options, training=mode == 'train')
+            iteration()
+            ready = record.summary()
+        serve(conn, iteration, args.device, ready)
 
 
-def serve(conn, iteration: Callable[[], Optional[list]], device: str) -> None:
-    """Report 'ready', time one ``iteration()`` per 'step', then send the peak memory added, the
+def serve(conn, iteration: Callable[[], Optional[list]], device: str, ready: str = 'ready') -> None:
+    """Report ``ready``, time one ``iteration()`` per 'step', then send the peak memory added, the
     process's peak resident set and the last iteration's outputs (numpy arrays; None for iterations
     that return none)."""
-    build_peak = proc_status_kb('VmHWM') * 1024  # imports and the build (a runtime's graph optimisation)
+    build_peak = proc_status_kb('VmHWM') * 1024  # imports and the build (a runtime's graph optimisation, a compile)
     baseline = peak_baseline(device)
-    conn.send('ready')
+    conn.send(ready)
     outputs = None
     while conn.recv() == 'step':
         start = time.perf_counter()
@@ -151,7 +165,9 @@ def time_contenders(args: argparse.Namespace, mode: str) -> Dict[str, Result]:
         workers[contender[0]] = (process, parent_end)
     try:
         for impl, (process, conn) in workers.items():
-            receive(conn, process, impl)  # 'ready' once the model is built
+            ready = receive(conn, process, impl)  # once the model is built (and compiled: torch.compile's line)
+            if ready != 'ready':
+                print(f'# {impl} ({mode}): {ready}', flush=True)
         times = {impl: [] for impl in workers}
         for step in range(args.warmup + args.repeats):
             for impl, (_, conn) in workers.items():

@@ -14,7 +14,7 @@ pytest.importorskip('onnxruntime')
 #: benchmark.py's arguments as its parser gives them, a backbone timed in both modes.
 DEFAULTS = dict(config=None, backbone='rmt-t', impl=[None], batch=1, shape=(64, 64), mode=['infer', 'train'],
                 repeats=1, warmup=0, amp=['none'], device='cpu', threads=None, onnx=None, runtime=['onnxruntime'],
-                precision=['f32'], upstream_repo=None)
+                precision=['f32'], upstream_repo=None, compile=False, compile_options=[])
 
 
 def refusal(**given) -> str:

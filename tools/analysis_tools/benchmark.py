@@ -23,6 +23,16 @@ Examples::
         --mode infer --onnx rmt-t.onnx rmt-t_int8.onnx --runtime onnxruntime openvino --precision f32 bf16
     python tools/analysis_tools/benchmark.py --backbone rest-lite --impl fast --upstream-repo ../ResT \\
         --batch 1 --shape 800 1216 --mode train --threads 2
+    python tools/analysis_tools/benchmark.py configs/rmt/retinanet_rmt-t_fpn_1x_coco.py --impl fast \\
+        --batch 1 --shape 800 1216 --mode infer --amp none bf16 --compile --compile-options max_autotune=True
+
+``--compile``: each torch row also compiled (rows 'fast compiled', ...; the ratios are to the eager
+baseline): the backbone (and a config's neck) through torch.compile (Inductor), as tools/test.py and the
+image demo compile it for inference (weights frozen, :mod:`mmrmt.utils.compiled_inference`); for
+``--mode train`` without freezing, as mmengine compiles a config's training step. A compiled worker
+compiles in one untimed iteration before the others start (its line, '# fast compiled (infer):
+torch.compile: ... compiled in ... s', says how long and what came from Inductor's cache). With a
+``--backbone``, inference rows also give their outputs' largest difference from the baseline's.
 """
 import argparse
 import importlib
@@ -34,6 +44,7 @@ import torch
 
 from mmrmt.benchmark import (backbone_graphs, check_args, check_onnx_inputs, format_table, graph_batches,
                              save_upstream_weights, time_contenders)
+from mmrmt.benchmark.compile_options import format_compile_options
 from mmrmt.deployment.runtime import PRECISIONS, RUNTIMES, cpu_features
 from mmrmt.utils import run_main
 
@@ -64,6 +75,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--precision', nargs='+', choices=PRECISIONS, default=['f32'],
                         help="with --onnx: f32 and/or bf16, torch's autocast and OpenVINO's inference "
                              'precision (bf16: CPUs with AVX-512 BF16 or AMX; onnxruntime runs f32 only)')
+    parser.add_argument('--compile', action='store_true',
+                        help='also time each torch row compiled by torch.compile (Inductor): the backbone and '
+                        'neck, weights frozen for infer')
+    parser.add_argument('--compile-options', nargs='+', default=[], metavar='KEY=VALUE',
+                        help="with --compile: Inductor options of torch.compile(options=...), e.g. "
+                        "'max_autotune=True' (for infer over freezing=True)")
     parser.add_argument('--upstream-repo', metavar='PATH', help="with --backbone rest-ARCH: also run the "
                         "authors' ResT from this clone of github.com/wofmanaf/ResT, same weights")
     args = parser.parse_args(argv)
@@ -79,7 +96,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     model = f"{args.config}'s backbone" if args.config_backbone else args.config or args.backbone
     print(f'# {model}: batch {args.batch}, input {args.shape[0]}x{args.shape[1]}, {args.device}, '
           f'amp {" ".join(args.amp)}, threads {args.threads or torch.get_num_threads()}, '
-          f'{args.warmup} warm-up + {args.repeats} timed iterations, torch {torch.__version__}')
+          f'{args.warmup} warm-up + {args.repeats} timed iterations, torch {torch.__version__}'
+          + (f', --compile-options {format_compile_options(args.inductor_options)}' if args.inductor_options else ''))
     print(f'# CPU {cpu_features().summary()}')
     if args.onnx:
         versions = ', '.join(f'{runtime} {importlib.import_module(runtime).__version__}' for runtime in args.runtime)
