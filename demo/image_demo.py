@@ -2,7 +2,7 @@
 
     python demo/image_demo.py INPUTS CONFIG [--weights CKPT] [--out-dir DIR]
                               [--device cpu] [--pred-score-thr 0.3] [--batch-size 1]
-                              [--palette none] [--picture-scale 1] [--amp] [--force]
+                              [--palette none] [--picture-scale 1] [--amp [bf32]] [--force]
                               [--compile [--compile-options KEY=VALUE ...]]
 
 INPUTS is an image, a folder (its images) or a quoted glob pattern
@@ -23,7 +23,8 @@ scale), or larger than 8192x8192 pixels (also once enlarged by
 files are never replaced without ``--force``, and an input image never. Without ``--weights`` the model
 keeps random weights (useful only to try the tool). ``--amp`` predicts in float16 autocast
 on CUDA, in bf16 autocast on a CPU with native bf16 (AVX-512 BF16 or AMX; refused on other
-CPUs), mmcv's float32-only RoIAlign and NMS in float32. ``--compile`` compiles the backbone and neck
+CPUs), mmcv's float32-only RoIAlign and NMS in float32; ``--amp bf32`` (CPU) float32 tensors whose oneDNN
+GEMMs and convolutions multiply in bf16 (:mod:`mmrmt.amp.bf32`). ``--compile`` compiles the backbone and neck
 with torch.compile (Inductor) for inference, weights frozen, the compiled code cached for the next run (in
 ``TORCHINDUCTOR_CACHE_DIR``), and says the compile time once the images are done
 (:mod:`mmrmt.utils.compiled_inference`).
@@ -38,7 +39,7 @@ import torch
 from mmrmt.apis import (build_inferencer, check_image_bounds, check_test_scale, collect_images, output_files,
                         predict_images, read_image_sizes)
 from mmrmt.utils import PreflightError, check_device, check_writable, read_config, read_run_checkpoint, run_main
-from mmrmt.utils.amp import amp_autocast, amp_dtype
+from mmrmt.utils.amp import add_amp_argument, amp_autocast, check_amp
 from mmrmt.utils.compiled_inference import add_compile_arguments, check_compile, compile_features
 
 
@@ -59,8 +60,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--picture-scale', type=int, default=1,
                         help='paint on the image enlarged this many times (legible labels on '
                         'small images)')
-    parser.add_argument('--amp', action='store_true',
-                        help='automatic mixed precision: float16 on CUDA, bf16 on a CPU with AVX-512 BF16 or AMX')
+    add_amp_argument(parser)
     parser.add_argument('--force', action='store_true', help='replace existing output files')
     add_compile_arguments(parser)
     return parser.parse_args()
@@ -74,8 +74,7 @@ def main() -> None:
         raise PreflightError(f'--pred-score-thr is a score between 0 and 1, got {args.pred_score_thr}')
     check_device(args.device)
     device_type = torch.device(args.device or ('cuda' if torch.cuda.is_available() else 'cpu')).type
-    if args.amp:
-        amp_dtype(device_type)
+    check_amp(args.amp, device_type, args.compile)
     compile_options = check_compile(args.compile, args.compile_options, device_type)
     cfg = read_config(args.config)
     if args.weights:
@@ -94,7 +93,7 @@ def main() -> None:
         raise PreflightError(f'none of the {len(images)} images of {args.inputs} can be read')
     inferencer = build_inferencer(cfg, args.weights, args.device, args.palette)
     compiled = compile_features(inferencer.model, compile_options) if compile_options is not None else None
-    with amp_autocast(inferencer.model, device_type) if args.amp else nullcontext():
+    with amp_autocast(inferencer.model, device_type, args.amp) if args.amp else nullcontext():
         predict_images(inferencer, outputs, args.pred_score_thr, args.batch_size, args.picture_scale)
     if compiled is not None:
         print(compiled.summary())

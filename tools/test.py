@@ -5,7 +5,7 @@ One tool for MMDetection and MMSegmentation configs; the config's
 bbox/segm mAP (CocoMetric) for detection, mIoU (IoUMetric) for segmentation.
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE_OR_DIR]
-                         [--force] [--show-dir DIR] [--tta] [--amp] [--allow-partial-load]
+                         [--force] [--show-dir DIR] [--tta] [--amp [bf32]] [--allow-partial-load]
                          [--compile [--compile-options KEY=VALUE ...]]
                          [--cfg-options KEY=VALUE ...] [--launcher pytorch]
 
@@ -26,6 +26,8 @@ segmentation writes the predicted label maps as PNGs into the folder
 folder; segmentation writes them to ``DIR/vis_data/vis_image/`` (mmseg's layout).
 ``--amp``: the test forward in float16 autocast on CUDA, in bf16 autocast on a CPU with native
 bf16 (AVX-512 BF16 or AMX), mmcv's float32-only RoIAlign and NMS in float32; refused on other CPUs.
+``--amp bf32`` (CPU): float32 tensors whose oneDNN GEMMs and convolutions multiply in bf16
+(:mod:`mmrmt.amp.bf32`), the same CPUs.
 ``--compile``: the backbone and neck compiled by torch.compile (Inductor) for inference, weights frozen
 into the graph, the compiled code cached for the next run (in ``TORCHINDUCTOR_CACHE_DIR``); the log's
 last line says the compile time and how much came from the cache (:mod:`mmrmt.utils.compiled_inference`).
@@ -33,15 +35,17 @@ The config's ``compile`` setting is mmengine's, for training: tools/test.py leav
 """
 import argparse
 import os.path as osp
+from contextlib import nullcontext
 
 import torch
 from mmengine.config import Config
 
+from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.engine import work_dir_claim
 from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
                          check_not_an_input, check_run_checkpoint, check_writable, config_model_specs,
                          dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase, use_test_time_aug)
-from mmrmt.utils.amp import amp_dtype
+from mmrmt.utils.amp import add_amp_argument, check_amp
 from mmrmt.utils.compiled_inference import add_compile_arguments, check_compile, compile_features
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
                                         is_detection, prediction_out_claimed)
@@ -59,8 +63,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--tta', action='store_true',
                         help="test-time augmentation: the config's tta_pipeline views (scales, "
                         'flips) merged by its tta_model')
-    parser.add_argument('--amp', action='store_true',
-                        help='automatic mixed precision: float16 on CUDA, bf16 on a CPU with AVX-512 BF16 or AMX')
+    add_amp_argument(parser)
     add_compile_arguments(parser)
     return parse_launch_args(parser)
 
@@ -82,23 +85,20 @@ def enable_visualization(cfg: Config, args: argparse.Namespace) -> None:
 
 def use_amp(cfg: Config) -> None:
     """Test in mixed precision: mmengine's test loop autocasts (``test_cfg.fp16``), and
-    :class:`~mmrmt.engine.Float32CPUKernelsHook` keeps mmcv's float32-only CPU kernels in float32.
-
-    Raises:
-        PreflightError: On a CPU without native bf16 (see :func:`amp_dtype`).
-    """
-    amp_dtype('cuda' if torch.cuda.is_available() else 'cpu')
+    :class:`~mmrmt.engine.Float32CPUKernelsHook` keeps mmcv's float32-only CPU kernels in float32."""
     cfg.test_cfg.fp16 = True
     cfg.custom_hooks = [*(cfg.get('custom_hooks') or []), dict(type='Float32CPUKernelsHook')]
 
 
 def main() -> None:
     args = parse_args()
-    compile_options = check_compile(args.compile, args.compile_options, 'cuda' if torch.cuda.is_available() else 'cpu')
+    device_type = 'cuda' if torch.cuda.is_available() else 'cpu'
+    compile_options = check_compile(args.compile, args.compile_options, device_type)
+    check_amp(args.amp, device_type, args.compile)
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
     if args.tta:
         use_test_time_aug(cfg)
-    if args.amp:
+    if args.amp == 'autocast':
         use_amp(cfg)
     inputs = [('the checkpoint', args.checkpoint), ('the config', args.config),
               *dataloader_inputs(cfg, ['test_dataloader'])]
@@ -120,7 +120,8 @@ def main() -> None:
         runner = build_runner(cfg)
         compiled = compile_features(runner.model, compile_options) if compile_options is not None else None
         add_prediction_dump(runner, cfg, args.out, args.force)
-        run_phase(runner, 'test')
+        with bf32_gemms() if args.amp == 'bf32' else nullcontext():
+            run_phase(runner, 'test')
     if compiled is not None:
         runner.logger.info(compiled.summary())
 

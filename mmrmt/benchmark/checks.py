@@ -9,6 +9,7 @@ import torch
 from mmrmt.deployment.runtime import check_runtime, cpu_features, file_inputs, shape_mismatch
 from mmrmt.models import backbones
 from mmrmt.utils import PreflightError, check_graph_file, check_input_size, read_config
+from mmrmt.utils.amp import check_amp
 from mmrmt.utils.compiled_inference import check_compile
 from mmrmt.utils.model_kind import check_graph_fits_config, graph_model_kind, other_graph_kind
 from .contenders import backbone_type, parse_backbone, takes_impl
@@ -78,6 +79,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise PreflightError(f'--impl lists an implementation twice: {args.impl}.')
     if len(set(args.amp)) != len(args.amp):
         raise PreflightError(f'--amp lists a precision twice: {args.amp}.')
+    if 'bf32' in args.amp:
+        check_amp('bf32', args.device, args.compile)
     if args.backbone is not None:
         check_backbone(args.backbone, args.impl)
     if args.repeats < 1 or args.warmup < 0 or args.batch < 1:

@@ -11,8 +11,8 @@ from mmrmt.models import backbones
 BACKBONE_TYPES = {'rmt': 'RMT', 'rest': 'ResT', 'resmlp': 'ResMLP'}
 UPSTREAM_IMPL = 'upstream'
 #: ``--amp`` value -> the precision of a torch contender; the suffix of its label.
-AMP_PRECISIONS = {'none': 'f32', 'bf16': 'bf16', 'fp16': 'fp16'}
-AUTOCAST_LABELS = {'f32': '', 'bf16': ' bf16 autocast', 'fp16': ' fp16 autocast'}
+AMP_PRECISIONS = {'none': 'f32', 'bf16': 'bf16', 'fp16': 'fp16', 'bf32': 'bf32'}
+AUTOCAST_LABELS = {'f32': '', 'bf16': ' bf16 autocast', 'fp16': ' fp16 autocast', 'bf32': ' bf32'}
 #: A worker's job: (its label in the table, torch impl, precision, runtime or None for torch, file, whether
 #: torch.compile compiles the model's features, :mod:`mmrmt.utils.compiled_inference`).
 Contender = Tuple[str, Optional[str], str, Optional[str], Optional[str], bool]

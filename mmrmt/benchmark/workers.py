@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 import torch
 
 from mmrmt.amp import float32_cpu_kernels
+from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.checkpoint import one_line_reason
 from mmrmt.deployment.export import TensorModeModel, float32_roi_pooling
 from mmrmt.deployment.runtime import open_graph, run_session
@@ -102,7 +103,7 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
     model = model.to(args.device).train(mode == 'train')
     inputs = torch.randn(args.batch, 3, *args.shape, device=args.device)
     amp = (torch.autocast(args.device, dtype={'bf16': torch.bfloat16, 'fp16': torch.float16}[precision])
-           if precision != 'f32' else nullcontext())
+           if precision in ('bf16', 'fp16') else nullcontext())
 
     def iteration() -> Optional[List[torch.Tensor]]:
         """One iteration; a backbone's inference returns its features (compared with the baseline's)."""
@@ -125,7 +126,8 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
             torch.cuda.synchronize()
         return outputs
 
-    with float32_cpu_kernels(model):  # under CPU autocast: mmcv's RoIAlign and NMS take float32 only
+    # under CPU autocast mmcv's RoIAlign and NMS take float32 only; bf32 holds for the worker's process
+    with float32_cpu_kernels(model), bf32_gemms() if precision == 'bf32' else nullcontext():
         ready = 'ready'
         if compiled:
             record = compile_features(model, args.inductor_options, training=mode == 'train')

@@ -1,12 +1,16 @@
-"""The precision of the tools' ``--amp`` and the autocast block that runs a model in it."""
+"""The precision of the tools' ``--amp`` and the block that runs a model in it: ``--amp`` alone autocasts
+(float16 on CUDA, bf16 on a CPU with native bf16); ``--amp bf32`` (inference tools, CPU) keeps float32 tensors
+and lets oneDNN multiply in bf16 (:mod:`mmrmt.amp.bf32`)."""
+import argparse
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Optional
 
 import torch
 from mmengine.config import Config
 from torch import nn
 
 from mmrmt.amp import float32_cpu_kernels
+from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.cpu_features import cpu_features
 from .preflight import PreflightError
 
@@ -26,6 +30,31 @@ def amp_dtype(device_type: str) -> torch.dtype:
                              "torch's bf16 autocast is emulated and slower than float32; run without --amp (or "
                              'on a CUDA device)')
     return torch.bfloat16
+
+
+def add_amp_argument(parser: argparse.ArgumentParser) -> None:
+    """``--amp [bf32]`` of an inference tool: ``args.amp`` None, 'autocast' or 'bf32'."""
+    parser.add_argument('--amp', nargs='?', const='autocast', choices=('autocast', 'bf32'),
+                        help='automatic mixed precision: float16 on CUDA, bf16 on a CPU with AVX-512 BF16 or AMX; '
+                        "'--amp bf32': float32 tensors, oneDNN's GEMMs and convolutions in bf16 (such a CPU)")
+
+
+def check_amp(amp: Optional[str], device_type: str, compile: bool = False) -> None:
+    """Fail unless ``--amp`` (:func:`add_amp_argument`) can run on ``device_type``, with ``--compile`` if
+    ``compile``.
+
+    Raises:
+        PreflightError: See :func:`amp_dtype`; bf32 on CUDA or with ``--compile`` (Inductor's cache does not
+            key its graphs on the setting, and a compiled graph gained nothing from it: docs/benchmark.md).
+    """
+    if amp is None:
+        return
+    amp_dtype(device_type)
+    if amp == 'bf32' and device_type != 'cpu':
+        raise PreflightError("--amp bf32 sets oneDNN's CPU GEMMs; on CUDA give --amp (float16 autocast)")
+    if amp == 'bf32' and compile:
+        raise PreflightError('--amp bf32 with --compile: Inductor neither keys its cached graphs on bf32 nor gains '
+                             'from it (docs/benchmark.md); give --amp (bf16 autocast) with --compile')
 
 
 def use_amp_optim_wrapper(cfg: Config) -> None:
@@ -64,8 +93,13 @@ def check_optim_wrapper_device(cfg: Config) -> None:
 
 
 @contextmanager
-def amp_autocast(model: nn.Module, device_type: str) -> Iterator[nn.Module]:
-    """Run ``model`` within the block in ``--amp``'s precision on ``device_type`` (:func:`amp_dtype`), its
-    float32-only CPU kernels in float32 (:func:`mmrmt.amp.float32_cpu_kernels`)."""
+def amp_autocast(model: nn.Module, device_type: str, amp: str = 'autocast') -> Iterator[nn.Module]:
+    """Run ``model`` within the block in ``--amp``'s precision on ``device_type``: autocast in
+    :func:`amp_dtype`, its float32-only CPU kernels in float32 (:func:`mmrmt.amp.float32_cpu_kernels`); or,
+    for ``amp`` 'bf32', float32 with oneDNN's GEMMs in bf16 (:func:`mmrmt.amp.bf32.bf32_gemms`)."""
+    if amp == 'bf32':
+        with bf32_gemms():
+            yield model
+        return
     with torch.autocast(device_type, dtype=amp_dtype(device_type)), float32_cpu_kernels(model):
         yield model

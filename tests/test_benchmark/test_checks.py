@@ -6,6 +6,7 @@ import argparse
 import pytest
 
 from mmrmt.benchmark import check_args
+from mmrmt.cpu_features import CPUFeatures
 from mmrmt.utils import PreflightError
 from helpers.onnx_graphs import matmul_graph
 from helpers.tiny_configs import DET_CONFIG, SEG_CONFIG
@@ -77,3 +78,12 @@ def test_a_graph_of_another_model_is_refused_as_test_onnx_refuses_it(given, outp
     given = dict(given, backbone=None) if 'config' in given else given
     line = refusal(**given, mode=['infer'], onnx=graphs)
     assert line.startswith(f'{graphs[0]} ') and message.format(config=given.get('config')) in line, line
+
+
+def test_bf32_is_the_inference_tools_amp_bf32(monkeypatch):
+    """--amp bf32 is refused as the tools' --amp bf32 is (mmrmt.utils.amp.check_amp): with --compile here."""
+    amx = CPUFeatures('Intel(R) Xeon(R) Platinum 8480+', frozenset({'avx512f', 'avx512_bf16', 'amx_bf16'}))
+    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: amx)
+    assert refusal(amp=['none', 'bf32'], compile=True) == (
+        '--amp bf32 with --compile: Inductor neither keys its cached graphs on bf32 nor gains from it '
+        '(docs/benchmark.md); give --amp (bf16 autocast) with --compile')

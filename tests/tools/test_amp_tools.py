@@ -1,5 +1,5 @@
 """--amp of tools/train.py, tools/test.py, demo/image_demo.py and tools/misc/demo.py: bf16 autocast on a CPU with native
-bf16 (AVX-512 BF16 or AMX), one line refusing it on other CPUs."""
+bf16 (AVX-512 BF16 or AMX), one line refusing it on other CPUs; --amp bf32 of the inference tools likewise."""
 import json
 
 import pytest
@@ -28,6 +28,8 @@ def test_amp_is_refused_on_a_cpu_without_native_bf16(tool, args, tmp_path, monke
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
     work = ['--out-dir', tmp_path / 'w'] if tool == IMAGE_DEMO else ['--work-dir', tmp_path / 'w']
     assert exit_message(tool, [*args, *work, '--amp'], monkeypatch, capsys) == REFUSAL
+    if tool in ('test.py', IMAGE_DEMO):  # the inference tools' --amp bf32 too
+        assert exit_message(tool, [*args, *work, '--amp', 'bf32'], monkeypatch, capsys) == REFUSAL
     assert not (tmp_path / 'w').exists()
 
 
@@ -64,3 +66,7 @@ def test_test_and_image_demo_with_amp_on_a_bf16_cpu(amp_work_dir, demo_root, tmp
                        '--out-dir', tmp_path / 'out', '--device', 'cpu', '--pred-score-thr', '0']))
     record = json.loads((tmp_path / 'out' / 'preds' / f'{image.stem}.json').read_text())
     assert len(record['scores']) == len(record['bboxes']) > 0
+    check_ok(run_tool([IMAGE_DEMO, image, DET_CONFIG, '--weights', amp_work_dir / 'iter_4.pth', '--amp', 'bf32',
+                       '--out-dir', tmp_path / 'bf32', '--device', 'cpu', '--pred-score-thr', '0']))
+    bf32 = json.loads((tmp_path / 'bf32' / 'preds' / f'{image.stem}.json').read_text())
+    assert len(bf32['scores']) == len(bf32['bboxes']) > 0

@@ -63,8 +63,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--mode', nargs='+', choices=('infer', 'train'), default=['infer', 'train'])
     parser.add_argument('--repeats', type=int, default=5, help='timed iterations per implementation')
     parser.add_argument('--warmup', type=int, default=1, help='untimed iterations first')
-    parser.add_argument('--amp', nargs='+', choices=('none', 'bf16', 'fp16'), default=['none'],
-                        help="autocast dtypes of the forward pass to compare, e.g. 'none bf16' (a row each)")
+    parser.add_argument('--amp', nargs='+', choices=('none', 'bf16', 'fp16', 'bf32'), default=['none'],
+                        help="precisions to compare, a row each: autocast dtypes of the forward pass, e.g. "
+                        "'none bf16', and 'bf32' (float32, oneDNN's GEMMs in bf16, CPU)")
     parser.add_argument('--device', default='cpu', help="'cpu' or 'cuda'")
     parser.add_argument('--threads', type=int, help='torch CPU threads (default: torch\'s)')
     parser.add_argument('--onnx', metavar='FILE', nargs='+',
