@@ -30,8 +30,7 @@ from timm.data import ImageNetInfo, create_transform, resolve_data_config
 
 import mmrmt  # noqa: F401  (registers the timm models)
 from mmrmt.apis import collect_images, read_image
-from mmrmt.utils import PreflightError, file_errors_as_tool_errors, run_main
-from mmrmt.utils.device import check_device
+from mmrmt.utils import PreflightError, check_device, file_errors_as_tool_errors, run_main
 
 #: mmrmt's timm models.
 MODEL_NAMES = timm.list_models(['rmt*', 'rest*'])

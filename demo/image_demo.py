@@ -33,9 +33,8 @@ import torch
 
 from mmrmt.apis import (build_inferencer, check_image_bounds, check_test_scale, collect_images, output_files,
                         predict_images, read_image_sizes)
-from mmrmt.utils import PreflightError, check_writable, read_config, read_run_checkpoint, run_main
+from mmrmt.utils import PreflightError, check_device, check_writable, read_config, read_run_checkpoint, run_main
 from mmrmt.utils.amp import amp_autocast, amp_dtype
-from mmrmt.utils.device import check_device
 
 
 def parse_args() -> argparse.Namespace:

@@ -1,5 +1,5 @@
 """What a CPU offers, read from ``/proc/cpuinfo``: at the bottom layer, for the models' choice of
-kernels (:mod:`mmrmt.models.layers.fused_attention`) and the deployment runtimes' of precisions.
+kernels (:mod:`mmrmt.amp.cpu_attention`) and the deployment runtimes' of precisions.
 
 The instruction sets that decide which precision pays (docs/deployment.md):
 

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / 'mmrmt'
 #: Each package's layer, bottom up (docs/design.md); ``mmrmt/__init__.py`` is the face and may import any.
 LAYERS = dict(version=0, registry=0, config_bases=0, atomic_file=0, run_claim=0, cpu_features=0, openmmlab_stack=0,
-              checkpoint=0, models=1, amp=1, upstream_fixes=1, engine=2, datasets=2, utils=3, apis=4, deployment=4,
-              benchmark=5)
+              checkpoint=0, amp=1, models=2, upstream_fixes=2, engine=3, datasets=3, utils=4, apis=5, deployment=5,
+              benchmark=6)
 TOOL_LAYER = ('mmrmt.utils', 'mmrmt.apis', 'mmrmt.deployment', 'mmrmt.datasets', 'mmrmt.benchmark')
 
 

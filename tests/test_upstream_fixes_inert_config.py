@@ -86,8 +86,10 @@ def test_the_runner_guards_a_loader_registered_after_the_guard(tmp_path, trap, m
 
 
 @pytest.mark.parametrize('content, reason', [
-    (None, '--resume checkpoint not found: {path}'), (b'', '--resume {path}: the file is empty (0 bytes)'),
-    (b'junk\n', "--resume {path}: it is neither a zip archive nor a pickle (it starts with b'junk\\n')")])
+    (None, '--resume checkpoint not found: {path}'),
+    (b'', '--resume {path} is not a readable PyTorch checkpoint: the file is empty (0 bytes)'),
+    (b'junk\n', "--resume {path} is not a readable PyTorch checkpoint: it is neither a zip archive nor a pickle "
+                "(it starts with b'junk\\n')")])
 def test_a_resume_file_that_is_no_checkpoint_is_one_line_before_the_log(content, reason, tmp_path):
     """mmdet's and mmseg's launchers pass ``--resume FILE`` to the runner unchecked."""
     path = tmp_path / 'resume.pth'
@@ -101,9 +103,9 @@ def test_a_resume_file_that_is_no_checkpoint_is_one_line_before_the_log(content,
 
 @pytest.mark.parametrize('name, content, reason', [
     ('load.pth', None, 'load_from checkpoint not found: {path}'),
-    ('load.pth', b'', 'load_from {path}: the file is empty (0 bytes)'),
+    ('load.pth', b'', 'load_from {path} is not a readable PyTorch checkpoint: the file is empty (0 bytes)'),
     ('load.safetensors', b'junk\n',
-     "load_from: {path} is not a readable safetensors file: it has no safetensors header (it starts with b'junk\\n')")])
+     "load_from {path} is not a readable safetensors file: it has no safetensors header (it starts with b'junk\\n')")])
 def test_a_load_from_that_is_no_checkpoint_is_one_line_before_the_work_dir(name, content, reason, tmp_path):
     """mmdet's and mmseg's launchers pass ``load_from`` (their test.py's CHECKPOINT) unchecked."""
     path = tmp_path / name

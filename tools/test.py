@@ -35,11 +35,10 @@ from mmengine.config import Config
 from mmrmt.engine import work_dir_claim
 from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
                          check_not_an_input, check_run_checkpoint, check_writable, config_model_specs,
-                         dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase)
+                         dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase, use_test_time_aug)
 from mmrmt.utils.amp import amp_dtype
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
                                         is_detection, prediction_out_claimed)
-from mmrmt.utils.test_time_aug import use_test_time_aug
 
 
 def parse_args() -> argparse.Namespace:

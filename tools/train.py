@@ -28,12 +28,11 @@ from mmengine.config import Config
 
 from mmrmt.engine import work_dir_claim
 from mmrmt.engine.own_checkpoint import checkpoint_out_dir
-from mmrmt.utils import (build_runner, check_dataloader_paths, check_evaluator_files, check_not_an_input,
-                         check_pretrained_checkpoints, check_run_checkpoint, check_writable, config_model_specs,
-                         dataloader_inputs, latest_checkpoint, load_run_config, parse_launch_args, run_main, run_phase)
+from mmrmt.utils import (build_runner, check_dataloader_paths, check_evaluator_files, check_no_earlier_run,
+                         check_not_an_input, check_pretrained_checkpoints, check_run_checkpoint, check_writable,
+                         config_model_specs, dataloader_inputs, enable_auto_scale_lr, latest_checkpoint,
+                         load_run_config, parse_launch_args, run_main, run_phase)
 from mmrmt.utils.amp import use_amp_optim_wrapper
-from mmrmt.utils.auto_scale_lr import enable_auto_scale_lr
-from mmrmt.utils.run_work_dir import check_no_earlier_run
 
 
 def parse_args() -> argparse.Namespace:

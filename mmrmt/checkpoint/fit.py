@@ -1,13 +1,10 @@
-"""Whether a checkpoint's weights fit a model: the one check every loader and tool uses.
+"""Whether a checkpoint's weights fit a model (the one check every loader and tool uses), and the strict loads
+built on it.
 
-A file fits when it holds each of the model's keys (except those the model
-may lack in such files) with the model's shape and kind of number, and no
-other key. The kinds are floating point, complex, integer and boolean: an
-integer tensor (a quantised file's int8, say) cast into a floating weight is
-a meaningless number, so a file of another kind does not fit. Another dtype
-of the same kind (a float16 or bfloat16 file into a float32 model) fits: it
-is cast to the model's dtype as ``load_state_dict`` does, and
-:func:`check_fit` says so in one log message.
+A file fits when it holds each of the model's keys (but those it may lack) with the model's shape and kind
+of number (floating point, complex, integer, boolean: an int8 tensor cast into a float weight is a
+meaningless number), and no other key. Another dtype of the same kind (float16 into float32) is cast as
+``load_state_dict`` does, and logged. What does not fit is one line naming the first offending keys.
 """
 import logging
 from collections import Counter
@@ -15,6 +12,8 @@ from typing import Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional
 
 import torch
 from torch import nn
+
+from .reading import StateDict, extract_state_dict, read_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +40,10 @@ def number_kind(dtype: torch.dtype) -> str:
 
 
 def dtype_name(dtype: torch.dtype) -> str:
-    """``torch.float16`` as ``float16``."""
     return str(dtype).replace('torch.', '')
 
 
 def starts_with_any(key: str, prefixes: Iterable[str]) -> bool:
-    """Whether ``key`` starts with one of ``prefixes``."""
     return any(key.startswith(prefix) for prefix in prefixes)
 
 
@@ -61,24 +58,15 @@ def fit_problems(model_specs: Mapping[str, TensorSpec],
                  may_be_missing: Sequence[str] = (),
                  owner_of: Optional[Callable[[str], str]] = None,
                  shape_hint: Optional[Callable[[str], str]] = None) -> List[str]:
-    """What keeps a checkpoint from loading strictly into a model.
+    """What keeps a checkpoint from loading strictly into a model: one phrase per kind of problem (other
+    shapes, other kinds of number, unexpected keys, missing keys), each naming the first few; empty if it fits.
 
     Args:
-        model_specs (Mapping[str, TensorSpec]): The model's keys, shapes and
-            dtypes (:func:`specs` of its state dict).
+        model_specs (Mapping[str, TensorSpec]): The model's (:func:`specs` of its state dict).
         file_specs (Mapping[str, TensorSpec]): The checkpoint's.
-        may_be_missing (Sequence[str]): Prefixes of model keys the checkpoint
-            may lack.
-        owner_of (callable, optional): Names the part of the file's network a
-            key belongs to; the unexpected keys' parts are then named too.
-        shape_hint (callable, optional): Text added after a key whose shapes
-            differ (e.g. which setting decides that shape); may be empty.
-
-    Returns:
-        list[str]: One phrase per kind of problem — tensors that differ in
-        shape, tensors of another kind of number (both in the file's order),
-        unexpected keys, missing keys (sorted) — each naming the first few;
-        empty when the checkpoint fits.
+        may_be_missing (Sequence[str]): Prefixes of model keys the checkpoint may lack.
+        owner_of (callable, optional): Names the part of the file's network holding an unexpected key.
+        shape_hint (callable, optional): Text added after a key whose shapes differ.
     """
     mismatched = [f'{key}: file {tuple(file_specs[key].shape)} vs model {tuple(model_specs[key].shape)}'
                   f'{shape_hint(key) if shape_hint else ""}'
@@ -101,8 +89,8 @@ def fit_problems(model_specs: Mapping[str, TensorSpec],
 
 
 def kind_problem(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, TensorSpec]) -> Optional[str]:
-    """The tensors both hold that the file holds in another kind of number (:func:`number_kind`), as
-    one phrase naming the first few (in the file's order); None if there are none."""
+    """The tensors both hold that the file holds in another kind of number, as one phrase naming the
+    first few (in the file's order); None if there are none."""
     other_kind = [f'{key}: file {dtype_name(spec.dtype)} vs model {dtype_name(model_specs[key].dtype)}'
                   for key, spec in file_specs.items()
                   if key in model_specs and number_kind(spec.dtype) != number_kind(model_specs[key].dtype)]
@@ -113,12 +101,8 @@ def kind_problem(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str,
 
 
 def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, TensorSpec]) -> Optional[str]:
-    """Which tensors of a fitting file load cast to another dtype of the same kind, or None.
-
-    Returns:
-        str, optional: e.g. ``'210 float16 tensors load as float32, 2 int32
-        tensors as int64 (the model's dtypes)'``.
-    """
+    """Which tensors of a fitting file load cast to another dtype of the same kind, e.g. ``'210 float16
+    tensors load as float32 (the model's dtypes)'``; None if none."""
     casts = Counter((dtype_name(spec.dtype), dtype_name(model_specs[key].dtype)) for key, spec in file_specs.items()
                     if key in model_specs and spec.dtype != model_specs[key].dtype)
     if not casts:
@@ -129,15 +113,8 @@ def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, Te
 
 def check_fit(model: nn.Module, state_dict: Mapping[str, torch.Tensor], source: str,
               may_be_missing: Sequence[str] = (), advice: str = 'Is it a checkpoint of another model?') -> None:
-    """Fail unless ``state_dict`` loads into ``model`` strictly (but for keys under ``may_be_missing``).
-
-    Tensors of another dtype of the same kind are cast when loaded; that is
-    logged (one message naming ``source`` and the dtypes).
-
-    Raises:
-        ValueError: ``'<source> does not fit <Model>: <problems>. <advice>'``, the
-            problems as :func:`fit_problems` names them.
-    """
+    """Fail unless ``state_dict`` loads into ``model`` strictly (but for keys under ``may_be_missing``): a
+    ``ValueError`` ``'<source> does not fit <Model>: <problems>. <advice>'``; log the casts it needs."""
     model_specs, file_specs = specs(model.state_dict()), specs(state_dict)
     problems = fit_problems(model_specs, file_specs, may_be_missing=may_be_missing)
     if problems:
@@ -145,3 +122,56 @@ def check_fit(model: nn.Module, state_dict: Mapping[str, torch.Tensor], source: 
     note = cast_note(model_specs, file_specs)
     if note:
         logger.info(f'{source} into {type(model).__name__}: {note}')
+
+
+def load_model_weights(model: nn.Module, checkpoint: object, source: Optional[str] = None) -> object:
+    """Load every weight of ``model`` from ``checkpoint`` strictly (a path or URL read by
+    :func:`read_checkpoint`, or what that returned; ``source`` names it in messages) and return the checkpoint
+    as read: how every tool loads a checkpoint into the model it built.
+
+    Raises:
+        FileNotFoundError, ValueError: See :func:`read_checkpoint`, :func:`extract_state_dict`, :func:`check_fit`.
+    """
+    if isinstance(checkpoint, str):
+        source = source or checkpoint
+        checkpoint = read_checkpoint(checkpoint)
+    source = source or 'checkpoint'
+    state_dict = extract_state_dict(checkpoint, source)
+    check_fit(model, state_dict, source)
+    model.load_state_dict(state_dict)
+    return checkpoint
+
+
+def load_pretrained(model: nn.Module,
+                    filename: str,
+                    dropped_prefixes: Sequence[str] = (),
+                    new_prefixes: Sequence[str] = (),
+                    prefix: str = '',
+                    convert: Optional[Callable[[StateDict], StateDict]] = None,
+                    before_load: Optional[Callable[[], None]] = None) -> None:
+    """What ``init_cfg=dict(type='Pretrained')`` runs for a backbone: load ``filename`` strictly but for the
+    differences the backbone declares, and log what was left out (logger ``mmrmt``).
+
+    Args:
+        model (nn.Module): The backbone.
+        filename (str): Path or URL of the checkpoint.
+        dropped_prefixes (Sequence[str]): File keys dropped without complaint (a classifier).
+        new_prefixes (Sequence[str]): Model keys the file may lack (they keep their initial values).
+        prefix (str): See :func:`extract_state_dict`.
+        convert (callable, optional): Maps a foreign layout to the model's.
+        before_load (callable, optional): Called once the file is known to fit, right before loading.
+    """
+    state_dict = extract_state_dict(read_checkpoint(filename), filename, prefix)
+    if convert is not None:
+        state_dict = convert(state_dict)
+    dropped = sorted(key for key in state_dict if starts_with_any(key, dropped_prefixes))
+    state_dict = {key: value for key, value in state_dict.items() if key not in set(dropped)}
+    missing = sorted(key for key in model.state_dict() if key not in state_dict)
+    check_fit(model, state_dict, filename, new_prefixes,
+              'Is it a checkpoint of another variant (check `arch`) or of another model?')
+    if before_load is not None:
+        before_load()
+    model.load_state_dict(state_dict, strict=False)
+    logging.getLogger('mmrmt').info(
+        f'{type(model).__name__}: loaded {filename}; missing keys (kept at their initialisation): '
+        f'{missing or "none"}; unexpected keys (dropped): {dropped or "none"}')

@@ -1,63 +1,84 @@
-"""Read a checkpoint file safely (weights only) and take its weights out.
+"""Read a checkpoint file or http(s) URL safely and take its weights out: the one read of mmrmt.
 
-A PyTorch file (``.pth``: a zip archive or a legacy pickle) is read with
-torch's weights-only unpickler; a safetensors file (named ``.safetensors``,
-or recognised by its header) holds tensors and a text header only, so
-nothing in it can run. Every problem is a ``ValueError`` (or
-``FileNotFoundError``) whose message is one line naming the file.
+A PyTorch file is read by the weights-only unpickler (:mod:`.weights_only`); a safetensors file (named so,
+or recognised by its header) holds tensors and a text header only. Every problem is one line naming the
+file: ``FileNotFoundError``, ``ValueError`` or, for Python objects, ``CheckpointRefusedError``.
 """
 import json
+import os
 import os.path as osp
 import zipfile
+from pickle import UnpicklingError
 from typing import Dict, Optional
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlparse
 
 import torch
 from safetensors import safe_open
 
-from .reasons import one_line_reason
-from .url import fetch_checkpoint, is_url
-from .weights_only import load_with_checkpoint_types
+from .weights_only import load_weights_only, one_line_reason
 
 #: A network's weights: key -> tensor.
 StateDict = Dict[str, torch.Tensor]
-
 #: Wrappers under which training scripts store the weights, in order of preference.
 STATE_DICT_WRAPPERS = ('state_dict', 'model', 'model_ema')
-
-SAFETENSORS_SUFFIX = '.safetensors'
-#: Where our converters keep a checkpoint's ``meta`` in a safetensors file's
-#: header (its metadata holds strings only): as JSON text, read as data.
+#: Where our converters keep a checkpoint's ``meta`` in a safetensors header (strings only): JSON text.
 SAFETENSORS_META_KEY = 'mmrmt_meta'
 
 
+def is_remote(path: str) -> bool:
+    """Whether ``path`` names something a loader fetches (``scheme://``: a URL, a storage backend)."""
+    return '://' in path
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` is an http(s) URL (the remote paths :func:`read_checkpoint` reads)."""
+    return path.startswith(('http://', 'https://'))
+
+
 def is_safetensors_name(path: object) -> bool:
-    """Whether ``path`` names a safetensors file: its suffix, in any case (``.safetensors``, ``.SAFETENSORS``)."""
-    return str(path).lower().endswith(SAFETENSORS_SUFFIX)
+    """Whether ``path`` ends in ``.safetensors``, in any case."""
+    return str(path).lower().endswith('.safetensors')
+
+
+def fetch_checkpoint(url: str) -> str:
+    """The local copy of ``url`` in torch's hub cache (where mmengine's loaders look too), downloaded unless
+    there (nothing left behind on failure); a ``ValueError`` saying why not and what to do."""
+    folder = osp.join(torch.hub.get_dir(), 'checkpoints')
+    local = osp.join(folder, osp.basename(urlparse(url).path) or 'checkpoint.pth')
+    if osp.isfile(local):
+        return local
+    made = not osp.isdir(folder)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        torch.hub.download_url_to_file(url, local, progress=False)
+        return local
+    except HTTPError as error:
+        reason = f'HTTP {error.code} {error.reason}'
+    except URLError as error:
+        reason = str(error.reason)
+    except OSError as error:  # e.g. a timeout, a connection reset, an unwritable cache
+        reason = error.strerror or type(error).__name__
+    if made and osp.isdir(folder) and not os.listdir(folder):
+        os.rmdir(folder)
+    raise ValueError(f'{url} could not be fetched ({reason}); mmrmt downloads a checkpoint only when the '
+                     'network allows: download it yourself and give the file\'s path')
 
 
 def file_head(filename: str) -> bytes:
-    """The first 16 bytes of ``filename``: enough to tell the formats apart."""
+    """The first 16 bytes of ``filename``, enough to tell the formats apart."""
     with open(filename, 'rb') as file:
         return file.read(16)
 
 
 def is_safetensors_head(head: bytes) -> bool:
-    """Whether a file starting with ``head`` is a safetensors file: the length of
-    its JSON header (8 bytes, little-endian), then the header, ``{...}``."""
+    """Whether a file starting with ``head`` is a safetensors file: 8 bytes of header length, then ``{``."""
     return len(head) > 8 and head[8:9] == b'{'
 
 
 def checkpoint_file_problem(filename: str) -> Optional[str]:
-    """Why an existing local file cannot be a checkpoint, judged by its bytes.
-
-    torch writes a zip archive (or, in its legacy format, a pickle, whose
-    first byte is the protocol opcode 0x80); a safetensors file starts with
-    its header's length and the header.
-
-    Returns:
-        str, optional: The problem (empty, truncated, not a checkpoint), or
-        None when the file may be a checkpoint.
-    """
+    """Why an existing local file cannot be a PyTorch or safetensors checkpoint, judged by its bytes
+    (empty, truncated, neither a zip archive nor a pickle); None when it may be one."""
     head = file_head(filename)
     if not head:
         return 'the file is empty (0 bytes)'
@@ -70,17 +91,8 @@ def checkpoint_file_problem(filename: str) -> Optional[str]:
 
 
 def read_safetensors(filename: str) -> object:
-    """The tensors of a safetensors file, on the CPU; with ``meta`` if our converters wrote one.
-
-    Returns:
-        dict: The tensors, or ``{'state_dict': tensors, 'meta': dict}`` when
-        the header holds :data:`SAFETENSORS_META_KEY` (what a converted
-        ``.pth`` holds too).
-
-    Raises:
-        ValueError: Not a safetensors file (a PyTorch file named
-            ``.safetensors`` among others), or a truncated or corrupted one.
-    """
+    """The tensors of a safetensors file on the CPU (with our converters' ``meta``: ``{'state_dict', 'meta'}``);
+    a ``ValueError`` for another kind of file, or a truncated or corrupted one."""
     unreadable = f'{filename} is not a readable safetensors file'
     head = file_head(filename)
     if not is_safetensors_head(head):
@@ -99,19 +111,12 @@ def read_safetensors(filename: str) -> object:
 
 
 def read_checkpoint(filename: str) -> object:
-    """Load a checkpoint file or URL onto the CPU with ``weights_only`` safety.
-
-    Besides tensors and containers, the unpickler accepts only
-    :func:`~mmrmt.checkpoint.weights_only.checkpoint_safe_globals`: upstream
-    scripts' argparse arguments and mmengine's training state. A file named
-    ``.safetensors`` (or whose bytes are one) is read by
-    :func:`read_safetensors`.
+    """Load a checkpoint file or http(s) URL onto the CPU, weights only (see the module).
 
     Raises:
         FileNotFoundError: The path does not exist.
-        ValueError: The file is not a PyTorch or safetensors checkpoint
-            (empty, truncated, another kind of file) or holds objects that
-            are not allowed.
+        ValueError: Not a PyTorch or safetensors checkpoint (empty, truncated, another kind of file).
+        CheckpointRefusedError: The file holds objects the weights-only unpickler refuses.
     """
     if is_url(filename):
         filename = fetch_checkpoint(filename)
@@ -124,43 +129,33 @@ def read_checkpoint(filename: str) -> object:
     if problem is not None:
         raise ValueError(f'{unreadable}: {problem}')
     try:
-        return load_with_checkpoint_types(filename, map_location='cpu')
+        return load_weights_only(filename, map_location='cpu')
+    except UnpicklingError:  # CheckpointRefusedError: its own one line
+        raise
     except Exception as error:  # torch raises many kinds for a foreign file
         raise ValueError(f'{unreadable}: {one_line_reason(error)}') from error
 
 
 def written_by_mmengine(checkpoint: object) -> bool:
-    """Whether ``checkpoint`` was saved by an mmengine runner (mmdet 3.x / mmseg 1.x
-    training, e.g. mmrmt's tools/train.py): the whole model under ``state_dict``
-    (its backbone under ``backbone.``), the run's config text in ``meta['cfg']``."""
+    """Whether ``checkpoint`` was saved by an mmengine runner (e.g. tools/train.py): the whole model
+    under ``state_dict``, the run's config text in ``meta['cfg']``."""
     return (isinstance(checkpoint, dict) and isinstance(checkpoint.get('meta'), dict)
             and 'mmengine_version' in checkpoint['meta'])
 
 
 def extract_state_dict(checkpoint: object, source: str = 'checkpoint', prefix: str = '') -> StateDict:
-    """Unwrap ``state_dict``/``model``/``model_ema`` and strip ``module.``.
-
-    Args:
-        checkpoint: What :func:`read_checkpoint` returned.
-        source (str): Name of the file, for error messages.
-        prefix (str): Keep only keys starting with it, with it removed
-            (e.g. ``'backbone.'`` to take a backbone out of a detector).
-    """
+    """The weights of ``checkpoint`` (``state_dict`` / ``model`` / ``model_ema`` unwrapped, ``module.`` stripped)
+    under ``prefix`` (e.g. ``'backbone.'``), without it; a ``ValueError`` naming ``source`` if there are none
+    or some are not tensors."""
     if not isinstance(checkpoint, dict):
         raise ValueError(f'{source} holds a {type(checkpoint).__name__}, not a state dict')
-    for wrapper in STATE_DICT_WRAPPERS:
-        if isinstance(checkpoint.get(wrapper), dict):
-            checkpoint = checkpoint[wrapper]
-            break
+    checkpoint = next((checkpoint[key] for key in STATE_DICT_WRAPPERS if isinstance(checkpoint.get(key), dict)),
+                      checkpoint)
     state_dict = {}
     for key, value in checkpoint.items():
-        if key.startswith('module.'):
-            key = key[len('module.'):]
-        if prefix:
-            if not key.startswith(prefix):
-                continue
-            key = key[len(prefix):]
-        state_dict[key] = value
+        key = key[len('module.'):] if key.startswith('module.') else key
+        if key.startswith(prefix):
+            state_dict[key[len(prefix):]] = value
     not_tensors = [key for key, value in state_dict.items() if not isinstance(value, torch.Tensor)]
     if not state_dict or not_tensors:
         detail = f'entries that are not tensors: {not_tensors[:5]}' if not_tensors else (

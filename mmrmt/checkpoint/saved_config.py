@@ -1,23 +1,14 @@
-"""The config an mmengine run saved in its checkpoints, read as data and never run.
+"""The config an mmengine run saved in its checkpoints (``meta['cfg']``, Python text that
+``Config.fromstring`` would run), read as data and never run.
 
-mmengine stores the run's config as Python text in ``meta['cfg']`` (its
-``pretty_text``: one ``name = value`` line per setting, values made of
-literals and ``dict(key=value, ...)``). mmengine's ``Config.fromstring``
-would execute that text, so a downloaded file could run any code; here it is
-parsed with :mod:`ast` and only literals are accepted: numbers, strings,
-``True`` / ``False`` / ``None``, lists, tuples, sets, ``{...}`` dicts and
-``dict(...)`` with keyword arguments (and at most one ``{...}`` before them,
-as mmengine writes keys that are not names). Any other call, name, import or
-statement makes the whole text refused, unread.
-
-Before parsing, the text's size and the nesting depth of its brackets are
-bounded and its tokens scanned: an operator (other than one sign before a
-number) is refused there, so no text can exhaust the parser's memory or
-recursion (100,000 unary minus signs, a long attribute chain or sum). The
-values read are plain data a config can hold: finite numbers of at most
-:data:`MAX_NUMBER_CHARS` characters, hashable dict keys and set elements, strings
-without mmengine's ``{{ ... }}`` templates (which ``Config.fromstring``
-would substitute).
+The text is parsed with :mod:`ast` and only literals are accepted (numbers,
+strings, ``True`` / ``False`` / ``None``, lists, tuples, sets, dicts and
+``dict(...)`` with keyword arguments after at most one ``{...}``); anything else
+refuses the whole text, unread. Before parsing, the size, the bracket depth and
+the tokens are bounded (an operator other than one sign before a number is
+refused), so no text can exhaust the parser; values are finite numbers of at most
+:data:`MAX_NUMBER_CHARS` characters, hashable keys, strings without mmengine's
+``{{ ... }}`` templates.
 """
 import ast
 import io
@@ -26,29 +17,22 @@ import re
 import tokenize
 from typing import Any, Dict, Optional
 
-#: The one callable a saved config may name: ``dict(key=value, ...)``.
-DICT_CALL = 'dict'
-
 #: The longest text read: 40 times the longest zoo config's (26,258 characters, 2026-12-01).
 MAX_TEXT_CHARS = 1_000_000
-
 #: The deepest bracket nesting read (the zoo configs nest 6 deep).
 MAX_NESTING = 50
-
-#: The longest number read, in characters (a float's repr has at most 24; a longer
-#: literal could pass Python's int-string limit, and no config needs one).
+#: The longest number read (a float's repr has at most 24; a longer one could pass Python's int-string limit).
 MAX_NUMBER_CHARS = 50
-
-#: The operator tokens of literals: brackets, separators, ``=`` of ``name = value`` and of
-#: ``dict(key=value)``; ``+`` / ``-`` only as the sign of a number (see :func:`scan_tokens`).
+#: The operator tokens of literals; ``+`` / ``-`` only as the sign of a number, after the start of a value.
 LITERAL_OPERATORS = frozenset('()[]{},:=')
 SIGNS = frozenset('+-')
 OPENERS, CLOSERS = frozenset('([{'), frozenset(')]}')
-#: What a sign may follow: the start of a value.
 SIGN_FOLLOWS = OPENERS | frozenset(',:=')
-
 #: mmengine's templates, substituted by ``Config.fromfile`` / ``fromstring`` in the text.
 TEMPLATE = re.compile(r'\{\{.*?\}\}', re.DOTALL)
+#: The ``meta`` key whose text mmengine's ``Runner.resume`` runs (``Config.fromstring``) to compare
+#: the previous run's ``gpu_ids``; mmcv 1.x scripts saved their config under it.
+RESUMED_CONFIG_KEY = 'config'
 
 
 class NotPlainData(ValueError):
@@ -56,13 +40,9 @@ class NotPlainData(ValueError):
 
 
 def scan_tokens(text: str) -> None:
-    """Fail before parsing on text no literal needs: an operator, a run of signs, deep nesting.
-
-    Raises:
-        NotPlainData: Naming the line and the token.
-        SyntaxError, tokenize.TokenError: The text is not Python (what came
-            before was scanned, so :func:`ast.parse` can safely say where).
-    """
+    """Fail before parsing on text no literal needs (an operator, a run of signs, deep nesting):
+    :class:`NotPlainData` naming the line and the token; ``SyntaxError`` or ``tokenize.TokenError``
+    where the text is not Python (what came before was scanned, so ``ast.parse`` can say where)."""
     depth, previous = 0, None
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         line = token.start[0]
@@ -89,30 +69,17 @@ def scan_tokens(text: str) -> None:
             previous = token
 
 
-def checked_number(node: ast.expr, value: Any) -> Any:
-    """``value`` of number literal ``node`` if it is finite (``1e999`` reads as inf)."""
-    parts = (value.real, value.imag) if isinstance(value, complex) else (value, )
-    if isinstance(value, int) or all(math.isfinite(part) for part in parts):
-        return value
-    raise NotPlainData(f'line {node.lineno}: a number too large to be finite (it reads as {value!r})')
-
-
 def checked_constant(node: ast.Constant) -> Any:
-    """The value of a constant, numbers and strings checked."""
+    """The value of a constant: a finite number (``1e999`` reads as inf), a string without a template."""
     value = node.value
-    if isinstance(value, (int, float, complex)) and not isinstance(value, bool):
-        return checked_number(node, value)
+    if isinstance(value, (float, complex)) and not all(math.isfinite(part) for part in (value.real, value.imag)):
+        raise NotPlainData(f'line {node.lineno}: a number too large to be finite (it reads as {value!r})')
     if isinstance(value, (str, bytes)):
         text = value if isinstance(value, str) else value.decode('latin-1')
         if TEMPLATE.search(text):
             raise NotPlainData(f'line {node.lineno}: the string holds the template '
                                f'{TEMPLATE.search(text).group()[:40]!r}, which mmengine would substitute')
     return value
-
-
-def segment(node: ast.AST) -> str:
-    """The start of ``node``'s source, for messages (never the whole of a long expression)."""
-    return repr(ast.unparse(node)[:80])
 
 
 def hashable(node: ast.expr, value: Any) -> Any:
@@ -141,45 +108,24 @@ def literal_value(node: ast.expr) -> Any:
     if isinstance(node, ast.Dict) and None not in node.keys:
         return {hashable(key, literal_value(key)): literal_value(value)
                 for key, value in zip(node.keys, node.values)}
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == DICT_CALL
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == 'dict'
             and len(node.args) <= 1 and all(isinstance(arg, ast.Dict) for arg in node.args)
             and all(keyword.arg is not None for keyword in node.keywords)):
         value = literal_value(node.args[0]) if node.args else {}
         value.update({keyword.arg: literal_value(keyword.value) for keyword in node.keywords})
         return value
-    raise NotPlainData(f'line {node.lineno}: {segment(node)} is not a literal')
-
-
-def parse_scanned(text: str) -> ast.Module:
-    """``text`` parsed after :func:`scan_tokens` passed it.
-
-    Raises:
-        NotPlainData: See :func:`scan_tokens`.
-        SyntaxError: The text is not Python (the parser, reading only what
-            the scan passed, says where).
-    """
-    try:
-        scan_tokens(text)
-    except (SyntaxError, tokenize.TokenError) as error:  # what came before was scanned
-        ast.parse(text)  # raises SyntaxError at that place
-        raise SyntaxError(str(error.args[0])) from None
-    return ast.parse(text)
+    raise NotPlainData(f'line {node.lineno}: {ast.unparse(node)[:80]!r} is not a literal')
 
 
 def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]:
-    """The settings of a saved config text, each ``name = literal`` line read as data.
+    """The settings of a saved config ``text``, each ``name = literal`` line read as data.
 
     Args:
         text (str): The text, e.g. ``checkpoint['meta']['cfg']``.
-        source (str): Where it comes from, for error messages (e.g.
-            ``'run.pth (meta.cfg)'``).
-
-    Returns:
-        dict: Setting name -> value (dicts for ``dict(...)``).
+        source (str): Where it comes from, for messages (e.g. ``'run.pth (meta.cfg)'``).
 
     Raises:
-        ValueError: The text is not Python, or holds anything but
-            ``name = literal`` statements (it is then not run).
+        ValueError: The text is not Python, or holds anything but ``name = literal`` statements.
     """
     refused = f'the config saved in {source} is not plain data, so it was not read (nor run)'
     fix = 'mmengine writes only literals there: use a checkpoint from a source you trust'
@@ -187,7 +133,12 @@ def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]
         raise ValueError(f'{refused}: it is {len(text):,} characters long (at most {MAX_TEXT_CHARS:,} '
                          f'are read); {fix}')
     try:
-        tree = parse_scanned(text)
+        try:
+            scan_tokens(text)
+        except (SyntaxError, tokenize.TokenError) as error:  # what came before was scanned:
+            ast.parse(text)  # the parser raises SyntaxError at that place
+            raise SyntaxError(str(error.args[0])) from None
+        tree = ast.parse(text)
     except NotPlainData as error:
         raise ValueError(f'{refused}: {error}; {fix}') from None
     except SyntaxError as error:
@@ -206,17 +157,9 @@ def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]
     return settings
 
 
-#: The ``meta`` key whose text mmengine's ``Runner.resume`` runs (``Config.fromstring``)
-#: to compare the previous run's ``gpu_ids``; mmcv 1.x scripts saved their config under it.
-RESUMED_CONFIG_KEY = 'config'
-
-
 def resumed_config(checkpoint: dict, source: str = 'a checkpoint') -> Optional[Dict[str, Any]]:
-    """The settings of ``meta['config']``, read as data; None when the checkpoint has none.
-
-    Raises:
-        ValueError: The text is not plain data: mmengine's resume would run code.
-    """
+    """The settings of ``meta['config']`` read as data (a ``ValueError`` if they are not plain data:
+    mmengine's resume would run code); None when the checkpoint has none."""
     meta = checkpoint.get('meta')
     if not (isinstance(meta, dict) and RESUMED_CONFIG_KEY in meta):
         return None
@@ -224,14 +167,9 @@ def resumed_config(checkpoint: dict, source: str = 'a checkpoint') -> Optional[D
 
 
 def make_resumed_config_inert(checkpoint: dict) -> None:
-    """Leave in ``meta['config']`` of a loaded checkpoint only plain data saying the same.
-
-    mmengine's ``Runner.resume`` executes that text to compare the previous
-    run's ``gpu_ids``; after this (in memory, the file is untouched) it holds
-    ``gpu_ids = <literal>``, read from the original as data, or, when the
-    original is not plain data, the key is dropped (the check is skipped,
-    nothing is run). A checkpoint without the key is left as it is.
-    """
+    """Leave in ``meta['config']`` of a loaded checkpoint (in memory) only ``gpu_ids = <literal>``, read
+    from the original as data, what mmengine's resume compares; the key is dropped when the original is
+    not plain data."""
     try:
         settings = resumed_config(checkpoint)
     except ValueError:

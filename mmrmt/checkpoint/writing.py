@@ -1,14 +1,5 @@
-"""Write a checkpoint as ``.pth`` or, weights only, as ``.safetensors``; its SHA-256.
-
-The converters' one way to save (through :func:`mmrmt.utils.write_checked`):
-the destination's suffix (in any case: ``.safetensors``, ``.SAFETENSORS``)
-chooses the format, as with timm's files. Either is written into the file
-at ``path`` as it exists (the converters create it first), so it keeps that
-file's permissions: the umask's usual ones, as for any file. A
-safetensors file holds the tensors and, in its header, the checkpoint's
-``meta`` as JSON text (:data:`~.reading.SAFETENSORS_META_KEY`), which
-:func:`~.reading.read_safetensors` gives back as the ``.pth`` holds it.
-"""
+"""Write a checkpoint as ``.pth`` or, weights only, as ``.safetensors`` (the converters' one way to save);
+its SHA-256."""
 import hashlib
 import json
 from pathlib import Path
@@ -20,14 +11,9 @@ from .reading import SAFETENSORS_META_KEY
 
 
 def save_checkpoint(payload: dict, path: str, safetensors: bool) -> None:
-    """Save ``payload`` (``{'state_dict': tensors, 'meta': plain data}``) to ``path``.
-
-    Args:
-        payload (dict): The weights under ``state_dict`` and optional ``meta``.
-        path (str): The file to write.
-        safetensors (bool): Write a safetensors file (weights and the meta as
-            JSON, no pickle) rather than ``torch.save``'s.
-    """
+    """Save ``payload`` (``{'state_dict': tensors, 'meta': plain data}``) into the file at ``path``
+    (which keeps its permissions): ``torch.save``'s format, or with ``safetensors`` the tensors and the
+    ``meta`` as JSON in the header (:data:`~.reading.SAFETENSORS_META_KEY`), no pickle."""
     if not safetensors:
         torch.save(payload, path)
         return

@@ -1,13 +1,6 @@
-"""A config's ``compile`` setting and the Inductor options of ``torch.compile(options=...)``, judged as
-torch.compile judges them, but before anything is built: a config's ``compile = dict(...)`` (which
-mmengine passes to torch.compile for the training step, after the work dir, the log and the model
-exist) and ``compile_report.py --options``.
-
-torch.compile takes Inductor's config values by name (``freezing=True``,
-``layout_optimization=False``; a dash in a name reads as an underscore) and
-refuses an unknown name, or a value of another type, with a traceback that
-lists all of its several hundred options.
-"""
+"""A config's ``compile`` setting and ``torch.compile(options=...)``'s Inductor options, judged as torch.compile
+judges them but before anything is built (mmengine compiles the training step after the work dir, the log and
+the model exist; torch refuses an unknown option with a list of all of its several hundred)."""
 import typing
 from typing import Any, Mapping, Optional
 
@@ -32,31 +25,24 @@ def inductor_option_problem(name: str, value: Any) -> Optional[str]:
     return None
 
 
-def compile_keywords_problem(compile_cfg: Mapping) -> Optional[str]:
-    """What torch.compile says of the keyword arguments in ``compile_cfg`` (an unknown keyword, mode or
-    backend, mode and options together), judged by torch.compile itself, which checks them when called
-    and compiles nothing until the function runs; the options' own values are judged apart."""
-    keywords = {key: value for key, value in compile_cfg.items() if key != 'options'}
-    try:
-        torch.compile(abs, **keywords, options=None if compile_cfg.get('options') is None else {})
-    except Exception as error:  # TypeError, RuntimeError, torch's InvalidBackend: each one clear line
-        return f'compile: {str(error).splitlines()[0]}'
-    return None
-
-
 def compile_setting_problem(compile_cfg: Any) -> Optional[str]:
-    """What is wrong with a config's ``compile`` setting (True, False, None or the keyword arguments of
-    torch.compile), None if nothing: one line naming the setting, or 'compile.options.NAME: ...' for its
-    first bad Inductor option."""
+    """What is wrong with a config's ``compile`` (True, False, None or torch.compile's keyword arguments),
+    None if nothing: one line naming the setting, or ``compile.options.NAME: ...``.
+
+    The keywords (mode, backend, mode with options) are judged by torch.compile itself, which checks them
+    when called and compiles nothing until the function runs; the options' values one by one.
+    """
     if compile_cfg is None or isinstance(compile_cfg, bool):
         return None
     if not isinstance(compile_cfg, Mapping):
         return (f'compile must be True, False or dict(<keyword arguments of torch.compile>), got '
                 f'{compile_cfg!r} ({type(compile_cfg).__name__})')
-    problem = compile_keywords_problem(compile_cfg)
-    if problem is not None:
-        return problem
     options = compile_cfg.get('options')
+    try:
+        torch.compile(abs, **{key: value for key, value in compile_cfg.items() if key != 'options'},
+                      options=None if options is None else {})
+    except Exception as error:  # TypeError, RuntimeError, torch's InvalidBackend: each one clear line
+        return f'compile: {str(error).splitlines()[0]}'
     if options is None:
         return None
     if not isinstance(options, Mapping):

@@ -1,12 +1,10 @@
 """Resume from a work dir's own checkpoints, not from those of the work dir it was copied from.
 
-mmengine's CheckpointHook records the path of the latest checkpoint in
-``<work_dir>/last_checkpoint`` as an absolute path, and saves the paths of
-the latest and best checkpoints in the message hub of every checkpoint. After
-``cp -r wd wd2`` both still name files in ``wd``: resuming ``wd2`` would load
-``wd``'s checkpoint, and a new best checkpoint of ``wd2`` would delete
-``wd``'s. Here such paths are moved into the run's own checkpoint folder
-(the same file name there).
+mmengine records absolute checkpoint paths in ``<work_dir>/last_checkpoint`` and in
+each checkpoint's message hub (the last and best ones): after ``cp -r wd wd2``
+both name files in ``wd``, so resuming ``wd2`` would load ``wd``'s checkpoint and a
+new best one would delete ``wd``'s. Here such paths are moved into the run's own
+checkpoint folder (the same file name there).
 """
 import os.path as osp
 import posixpath
@@ -18,7 +16,6 @@ from mmengine.runner import find_latest_checkpoint
 
 from mmrmt.checkpoint import is_remote
 
-# message hub keys holding checkpoint paths (CheckpointHook's last and best checkpoints)
 CHECKPOINT_PATH_KEYS = ('last_ckpt', 'best_ckpt')
 
 
@@ -33,8 +30,7 @@ def checkpoint_out_dir(cfg: Config) -> Optional[str]:
 
 
 def checkpoint_folder(work_dir: str, out_dir: Optional[str] = None) -> str:
-    """Where mmengine's CheckpointHook saves the run's checkpoints: the work dir,
-    or ``<out_dir>/<name of the work dir>`` when the hook has an ``out_dir``."""
+    """Where CheckpointHook saves the run's checkpoints: the work dir, or ``<out_dir>/<work dir's name>``."""
     work_dir = osp.abspath(work_dir)
     if out_dir is None:
         return work_dir
@@ -58,21 +54,11 @@ def moved_into(path: str, folder: str) -> str:
 
 def own_last_checkpoint(work_dir: str,
                         out_dir: Optional[str] = None) -> Tuple[Optional[str], Optional[str]]:
-    """The checkpoint ``work_dir``'s ``last_checkpoint`` names, in the run's own folder.
-
-    Args:
-        work_dir (str): The run's work dir.
-        out_dir (str, optional): Its CheckpointHook's ``out_dir``.
-
-    Returns:
-        tuple: The checkpoint: the recorded path when it lies in the run's
-        checkpoint folder (see :func:`checkpoint_folder`), else the file of
-        the same name there, or None without ``last_checkpoint``; and, when
-        the path was moved, a line saying so for the log (else None).
+    """The checkpoint ``work_dir``'s ``last_checkpoint`` names (None without one), moved into the run's
+    :func:`checkpoint_folder` when it lies elsewhere, and then a line saying so for the log (else None).
 
     Raises:
-        ForeignCheckpointError: The recorded path lies elsewhere and the
-            checkpoint folder has no file of that name.
+        ForeignCheckpointError: The recorded path lies elsewhere and the run's folder has no such file.
     """
     recorded = find_latest_checkpoint(work_dir)
     folder = checkpoint_folder(work_dir, out_dir)
@@ -91,12 +77,8 @@ def own_last_checkpoint(work_dir: str,
 
 
 def keep_checkpoint_paths_own(message_hub: MessageHub, folder: str) -> None:
-    """Move the checkpoint paths a resumed message hub holds into ``folder``.
-
-    CheckpointHook deletes the previous best checkpoint when it saves a
-    better one, at the path the message hub holds: a run resumed from
-    another work dir's checkpoint would delete that work dir's file.
-    """
+    """Move the checkpoint paths a resumed message hub holds into ``folder`` (CheckpointHook deletes
+    the previous best checkpoint at that path)."""
     for key, value in list(message_hub.runtime_info.items()):
         if (key.startswith(CHECKPOINT_PATH_KEYS) and isinstance(value, str)
                 and not is_inside(value, folder)):

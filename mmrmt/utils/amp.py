@@ -12,15 +12,11 @@ from .preflight import PreflightError
 
 
 def amp_dtype(device_type: str) -> torch.dtype:
-    """What ``--amp`` computes in on ``device_type``: float16 on CUDA (as mmdet's tools), bfloat16
-    on a CPU with native bf16 arithmetic (AVX-512 BF16 or AMX).
-
-    Args:
-        device_type (str): 'cuda' or 'cpu'.
+    """What ``--amp`` computes in on ``device_type`` ('cuda' or 'cpu'): float16 on CUDA (as mmdet's tools),
+    bfloat16 on a CPU with native bf16 arithmetic (AVX-512 BF16 or AMX).
 
     Raises:
-        PreflightError: On a CPU without native bf16, where torch emulates bf16 autocast (slower
-            than float32): one line naming the CPU and the fix.
+        PreflightError: On a CPU without native bf16, where torch emulates it (slower than float32).
     """
     if device_type == 'cuda':
         return torch.float16
@@ -33,13 +29,8 @@ def amp_dtype(device_type: str) -> torch.dtype:
 
 
 def use_amp_optim_wrapper(cfg: Config) -> None:
-    """Train ``cfg`` in mixed precision: mmengine's ``AmpOptimWrapper`` (float16, the config's
-    ``amp_loss_scale``, 'dynamic' by default) on CUDA, ``CPUAmpOptimWrapper`` of
-    :mod:`mmrmt.engine` (bf16 autocast, unscaled) on a CPU with native bf16.
-
-    Raises:
-        PreflightError: On a CPU without native bf16 (see :func:`amp_dtype`).
-    """
+    """Train ``cfg`` in mixed precision: mmengine's ``AmpOptimWrapper`` (float16, the config's ``amp_loss_scale``,
+    'dynamic' by default) on CUDA, :class:`~mmrmt.engine.CPUAmpOptimWrapper` on a CPU (see :func:`amp_dtype`)."""
     device_type = 'cuda' if torch.cuda.is_available() else 'cpu'
     amp_dtype(device_type)
     if device_type == 'cuda':
@@ -51,11 +42,7 @@ def use_amp_optim_wrapper(cfg: Config) -> None:
 
 @contextmanager
 def amp_autocast(model: nn.Module, device_type: str) -> Iterator[nn.Module]:
-    """Run ``model`` within the block in ``--amp``'s precision on ``device_type`` (:func:`amp_dtype`),
-    its float32-only CPU kernels in float32 (:func:`mmrmt.amp.float32_cpu_kernels`).
-
-    Raises:
-        PreflightError: See :func:`amp_dtype`.
-    """
+    """Run ``model`` within the block in ``--amp``'s precision on ``device_type`` (:func:`amp_dtype`), its
+    float32-only CPU kernels in float32 (:func:`mmrmt.amp.float32_cpu_kernels`)."""
     with torch.autocast(device_type, dtype=amp_dtype(device_type)), float32_cpu_kernels(model):
         yield model

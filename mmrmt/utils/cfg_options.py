@@ -1,28 +1,17 @@
-"""``--cfg-options KEY=VALUE ...``: the one declaration every tool uses, and the
-checks that make a bad override one line before anything is built or written.
+"""``--cfg-options KEY=VALUE ...``: the one declaration every tool uses, and the checks that make a bad
+override one line before anything is built or written (mmengine merges any key, so a typo is silently
+ignored and a bad value fails deep inside the run):
 
-mmengine merges any key into a config, so a typo (``train_cfg.max_iter=2``)
-is silently ignored by the run and a bad value (``train_dataloader.batch_size=0``)
-fails deep inside it. Here each override is checked against the config:
-
-* ``KEY=VALUE`` form (a missing ``=``), and brackets in the value that
-  balance (``[dict(a=1`` would otherwise be merged as a string, or fail
-  inside mmengine's parser); a value with ``dict(...)`` is read by
-  :mod:`mmrmt.utils.cfg_value` (mmengine's parser cannot);
-* the key exists in the config, is a setting the runner reads
-  (:data:`RUN_SETTINGS`), or is a constructor argument of the component (a
-  dict with a ``type``) that receives it; else the message names the nearest
-  existing key (an unknown top-level key too: no run would read it);
-* a key that goes through a setting that is not a dict (e.g. ``init_cfg`` is
-  None) names the way to replace that setting;
-* the values of the fields the tools know (iterations, epochs, batch size,
-  learning rate...) have the right type and range.
-
-Whether the model still builds is checked by :func:`mmrmt.utils.build_cpu_model`.
+* ``KEY=VALUE`` form, and brackets in the value that balance; a value with ``dict(...)``, which mmengine's
+  ``DictAction`` cannot read, is read by :func:`parse_value` (a small parser, never ``eval``);
+* the key exists in the config, is a setting the runner reads (:data:`RUN_SETTINGS`) or a constructor
+  argument of the component (a dict with a ``type``) that receives it, else the nearest key is named;
+  a key through a setting that is not a dict names the way to replace it;
+* the fields the tools know (iterations, batch size, learning rate...) get values of the right type and range.
 """
 import argparse
 import inspect
-from typing import Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from mmengine.config import Config, DictAction
 from mmengine.registry import (DATASETS, EVALUATOR, HOOKS, LOG_PROCESSORS, LOOPS, METRICS, MODELS, OPTIM_WRAPPERS,
@@ -31,29 +20,24 @@ from mmengine.runner import Runner
 
 from mmrmt.models.backbones.arch import (NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, ArgKind, check_arg,
                                          nearest_name)
-from .cfg_value import parse_value
 from .preflight import PreflightError
 
 #: Where the classes named by a config's ``type`` keys are registered.
 COMPONENT_REGISTRIES = (MODELS, LOOPS, HOOKS, DATASETS, TRANSFORMS, OPTIM_WRAPPERS, OPTIMIZERS,
                         PARAM_SCHEDULERS, EVALUATOR, METRICS, VISUALIZERS, VISBACKENDS, LOG_PROCESSORS)
-
 #: The top-level settings a run reads that a config may leave out: the Runner's
 #: arguments and what ``Runner.from_cfg`` and the tools read besides them.
 RUN_SETTINGS = frozenset(
     {*inspect.signature(Runner.__init__).parameters} - {'self', 'cfg'}
     | {'runner_type', 'model_wrapper_cfg', 'find_unused_parameters', 'compile', 'amp_loss_scale',
        'tta_model', 'tta_pipeline'})
-
-#: Brackets of a value, closers to openers.
-BRACKETS = {')': '(', ']': '[', '}': '{'}
-
+#: Brackets of a value, openers to closers.
+CLOSERS = {'(': ')', '[': ']', '{': '}'}
+BRACKETS = {closer: opener for opener, closer in CLOSERS.items()}
 #: ``SETTING._delete_=True`` replaces SETTING by the dict the other keys under it make.
 DELETE_SUFFIX = '._delete_'
-
 #: A new key this close to an existing one (difflib's ratio) is taken for a typo of it.
 TYPO_CUTOFF = 0.8
-
 #: The values the fields the tools know accept, by the last part of the key.
 FIELD_KINDS: Dict[str, ArgKind] = dict(
     max_iters=POSITIVE_INT, max_epochs=POSITIVE_INT, val_interval=POSITIVE_INT, batch_size=POSITIVE_INT,
@@ -62,19 +46,72 @@ FIELD_KINDS: Dict[str, ArgKind] = dict(
 
 
 def add_cfg_options(parser: argparse.ArgumentParser, example: str = 'train_cfg.max_iters=100') -> None:
-    """Declare ``--cfg-options KEY=VALUE ...`` on ``parser`` (the pairs are kept as
-    given, to be checked and merged by :func:`apply_cfg_options`)."""
+    """Declare ``--cfg-options KEY=VALUE ...`` on ``parser`` (checked and merged by :func:`apply_cfg_options`)."""
     parser.add_argument(
         '--cfg-options', nargs='+', metavar='KEY=VALUE', default=[],
         help=f'override config settings, e.g. {example}; lists as key="[a,b]" (no spaces)')
 
 
-def parse_cfg_options(pairs: Sequence[str]) -> Dict[str, Any]:
-    """``['a.b=1', 'c=x']`` -> ``{'a.b': 1, 'c': 'x'}``, values parsed as mmengine's DictAction does.
+def unquoted(text: str) -> Iterator[Tuple[int, str, int]]:
+    """(position, character, bracket depth after it) of each character of ``text`` outside quotes; an unclosed
+    quote last, at position ``len(text)``."""
+    depth, quote = 0, None
+    for position, char in enumerate(text):
+        if quote is not None:
+            quote = None if char == quote else quote
+        elif char in '\'"':
+            quote = char
+        else:
+            depth += (char in CLOSERS) - (char in BRACKETS)
+            yield position, char, depth
+    if quote is not None:
+        yield len(text), quote, depth
 
-    Raises:
-        PreflightError: A pair has no ``=`` or no key.
-    """
+
+def split_top_level(text: str) -> List[str]:
+    """``text`` cut at the commas outside brackets and quotes (the brackets balance: checked before)."""
+    cuts = [position for position, char, depth in unquoted(text) if char == ',' and depth == 0]
+    parts = [text[start + 1:end] for start, end in zip([-1, *cuts], [*cuts, len(text)])]
+    return [part.strip() for part in parts if part.strip()]
+
+
+def encloses(text: str, opener: str) -> bool:
+    """Whether ``text`` is one bracketed group, ``opener`` ... its closer (not ``(a), (b)``)."""
+    if not (text.startswith(opener) and text.endswith(CLOSERS[opener])):
+        return False
+    return all(depth > 0 for position, _, depth in unquoted(text) if position < len(text) - 1)
+
+
+def parse_dict_call(inside: str, pair: str) -> dict:
+    """The dict ``dict(<inside>)`` writes."""
+    result = {}
+    for entry in split_top_level(inside):
+        key, equals, value = entry.partition('=')
+        key = key.strip()
+        if not equals or not key.isidentifier():
+            raise PreflightError(f'--cfg-options {pair}: the entries of dict(...) are NAME=VALUE, got {entry!r}')
+        result[key] = parse_value(value, pair)
+    return result
+
+
+def parse_value(text: str, pair: str) -> Any:
+    """The value ``text`` (a part of ``pair``, the whole ``KEY=VALUE``) writes: ``dict(k=v, ...)`` a dict,
+    ``[a, b]`` a list, ``(a, b)`` a tuple, ``a, b`` a list; else a scalar as ``DictAction`` reads it."""
+    text = text.strip()
+    if text.startswith('dict(') and encloses(text[4:], '('):
+        return parse_dict_call(text[5:-1], pair)
+    for opener, kind in (('[', list), ('(', tuple)):
+        if encloses(text, opener):
+            return kind(parse_value(part, pair) for part in split_top_level(text[1:-1]))
+    parts = split_top_level(text)
+    if len(parts) > 1:
+        return [parse_value(part, pair) for part in parts]
+    return DictAction._parse_int_float_bool(text.strip('\'"'))
+
+
+def parse_cfg_options(pairs: Sequence[str]) -> Dict[str, Any]:
+    """``['a.b=1', 'c=x']`` -> ``{'a.b': 1, 'c': 'x'}``, values parsed as mmengine's DictAction does
+    (``dict(...)`` by :func:`parse_value`); a :class:`PreflightError` for a pair without ``=`` or key."""
     options = {}
     for pair in pairs:
         key, equals, value = pair.partition('=')
@@ -85,28 +122,22 @@ def parse_cfg_options(pairs: Sequence[str]) -> Dict[str, Any]:
         if problem is not None:
             raise PreflightError(f'--cfg-options {pair}: {problem} (a value with spaces must be one '
                                  'argument: quote it, e.g. \'key=[dict(a=1), dict(a=2)]\')')
-        # mmengine's DictAction for what it reads, mmrmt's parser for dict(...), which it cannot
         options[key] = parse_value(value, pair) if 'dict(' in value else DictAction._parse_iterable(value)
     return options
 
 
 def bracket_problem(value: str) -> Optional[str]:
-    """Where the brackets of ``value`` do not balance (quoted text skipped), None if they do."""
+    """Where the brackets of ``value`` do not balance, or a quote is not closed; None if neither."""
     opened: List[Tuple[str, int]] = []
-    quote = None
-    for position, char in enumerate(value, 1):
-        if quote is not None:
-            quote = None if char == quote else quote
-        elif char in '\'"':
-            quote = char
-        elif char in '([{':
-            opened.append((char, position))
+    for position, char, _ in unquoted(value):
+        if char in '\'"':
+            return f'the value has an unclosed {char}'
+        if char in CLOSERS:
+            opened.append((char, position + 1))
         elif char in BRACKETS:
             if not opened or opened[-1][0] != BRACKETS[char]:
-                return f'the {char!r} at character {position} of the value closes no {BRACKETS[char]!r}'
+                return f'the {char!r} at character {position + 1} of the value closes no {BRACKETS[char]!r}'
             opened.pop()
-    if quote is not None:
-        return f'the value has an unclosed {quote}'
     if opened:
         char, position = opened[0]
         return f'the {char!r} at character {position} of the value is never closed'
@@ -127,12 +158,8 @@ def component_class(node: Mapping) -> Optional[type]:
 
 
 def constructor_arguments(cls: type) -> Optional[List[str]]:
-    """The keyword arguments ``cls`` takes; None when it takes any.
-
-    An ``__init__`` with ``**kwargs`` is taken to pass them on to its base
-    class (the OpenMMLab habit, e.g. ``UPerHead`` to ``BaseDecodeHead``), whose
-    arguments then count too; reaching ``object`` means any keyword goes.
-    """
+    """The keyword arguments ``cls`` takes, None when it takes any (an ``__init__`` with ``**kwargs`` passes
+    them to its base class, the OpenMMLab habit, whose arguments count too, up to ``object``: any)."""
     names: List[str] = []
     for klass in cls.__mro__:
         if '__init__' not in vars(klass):
@@ -149,8 +176,8 @@ def constructor_arguments(cls: type) -> Optional[List[str]]:
 
 
 def unknown_key_error(key: str, where: str, name: str, existing: Iterable[str], what: str) -> PreflightError:
-    """The one line for a key part ``name`` that ``where`` does not have, with the
-    nearest of its ``existing`` keys (or the first few, when none is near)."""
+    """The line for a key part ``name`` that ``where`` lacks, naming the nearest of its ``existing`` keys
+    (or the first few)."""
     known = sorted(set(existing) - {'type', 'self'})
     close = nearest_name(name, known)
     if close:
@@ -161,15 +188,8 @@ def unknown_key_error(key: str, where: str, name: str, existing: Iterable[str], 
 
 
 def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str] = ()) -> None:
-    """Fail unless ``key`` names a setting of ``cfg`` or an argument its component takes.
-
-    Keys under a setting in ``replaced`` (given ``SETTING._delete_=True``)
-    make a new dict and are not checked.
-
-    Raises:
-        PreflightError: The key is unknown, or it goes through a setting that
-            is not a dict.
-    """
+    """Fail unless ``key`` names a setting of ``cfg`` or an argument its component takes (keys under a
+    setting in ``replaced``, given ``SETTING._delete_=True``, make a new dict and are not checked)."""
     node: Any = cfg._cfg_dict
     parts = key.split('.')
     for depth, part in enumerate(parts):
@@ -218,18 +238,10 @@ def check_value(key: str, value: Any) -> None:
 
 
 def apply_cfg_options(cfg: Config, pairs: Optional[Sequence[str]]) -> Config:
-    """Check ``--cfg-options`` pairs against ``cfg``, then merge them into it.
-
-    Args:
-        cfg (Config): The loaded config (changed in place).
-        pairs (Sequence[str], optional): The ``KEY=VALUE`` strings as given.
-
-    Returns:
-        Config: ``cfg``.
+    """Check the ``KEY=VALUE`` ``pairs`` against ``cfg``, then merge them into it (in place); returns ``cfg``.
 
     Raises:
-        PreflightError: See :func:`parse_cfg_options`, :func:`check_key`,
-            :func:`check_value`.
+        PreflightError: See :func:`parse_cfg_options`, :func:`check_key`, :func:`check_value`.
     """
     options = parse_cfg_options(pairs or [])
     if not options:

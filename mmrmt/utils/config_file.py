@@ -1,9 +1,5 @@
-"""Load a config file so that any problem is one line naming the file.
-
-mmengine reports a syntax error without the file it is in (which may be a
-``_base_`` of the config given) and lets anything a config raises escape as
-a traceback.
-"""
+"""Load a config file so that any problem is one line naming the file (mmengine reports a syntax error without
+the file it is in, which may be a ``_base_``, and lets anything a config raises escape as a traceback)."""
 import ast
 import os.path as osp
 from pathlib import Path
@@ -32,10 +28,7 @@ def local_bases(tree: ast.Module, file: str) -> List[str]:
 
 def base_problem(path: str) -> Union[List[str], SyntaxError, None]:
     """The first circle of local ``_base_`` files from ``path`` (a file repeated at its end; mmengine would
-    recurse until Python's recursion limit), or else the first syntax error in them, or None.
-
-    The files are parsed, not run, so a broken one cannot hide the others.
-    """
+    recurse until Python's limit), or else the first syntax error in them (parsed, not run), or None."""
     def visit(current: str, chain: List[str]) -> Union[List[str], SyntaxError, None]:
         if current in chain:
             return chain[chain.index(current):] + [current]
@@ -56,12 +49,11 @@ def base_problem(path: str) -> Union[List[str], SyntaxError, None]:
 
 
 def read_config(path: str) -> Config:
-    """Load a config file; any problem becomes a one-line error naming the file.
+    """Load a config file.
 
     Raises:
-        PreflightError: The file is missing or a folder, its ``_base_`` files are
-            circular, or it (or one of its bases) has a syntax error or fails
-            when run.
+        PreflightError: The file is missing or a folder, its ``_base_`` files are circular, or it (or a base)
+            has a syntax error or fails when run.
     """
     if osp.isdir(path):
         examples = sorted(Path(path).glob('*.py'))[:1]

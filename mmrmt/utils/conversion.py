@@ -1,14 +1,7 @@
-"""What every converter of tools/model_converters does: check the destination,
-read, convert, write to a temporary file, prove it by a strict load, then
-replace the destination.
-
-A converter never destroys a file: an existing destination, or one that is
-the source itself, is refused without ``--force``; the result reaches the
-destination (atomically, with :func:`os.replace`) only after it has loaded
-strictly, so a failure leaves every file as it was. No text of a file is run:
-the architecture of a checkpoint our tools/train.py wrote is read from its
-saved config as data (:func:`~mmrmt.checkpoint.read_saved_config`).
-"""
+"""What every converter of tools/model_converters does: check the destination (an existing one needs ``--force``,
+an input is never one), read, convert, write to a temporary file, prove it by a strict load, then move it into
+place, so a failure leaves every file as it was. The arch of a checkpoint our tools/train.py wrote is read from
+its saved config as data (:func:`~mmrmt.checkpoint.read_saved_config`), never run."""
 import argparse
 import inspect
 from dataclasses import dataclass
@@ -32,15 +25,8 @@ WidthsDepths = Callable[[StateDict], Tuple[List[int], List[int]]]
 
 @dataclass(frozen=True)
 class BackboneConversion:
-    """How one backbone's files in foreign layouts become backbone files mmrmt loads.
-
-    Args:
-        backbone_cls (type): The backbone the result must load into.
-        convert (callable): The upstream state dict under mmrmt's keys
-            (from :mod:`mmrmt.checkpoint.converters`).
-        widths_depths (callable): Channels and blocks per stage of a
-            converted state dict, which name its variant.
-    """
+    """How one backbone's upstream files become files it loads: the backbone, the converter of the upstream
+    keys (:mod:`mmrmt.checkpoint.converters`), and the channels and blocks per stage that name the variant."""
 
     backbone_cls: Type[PyramidBackbone]
     convert: Callable[[StateDict], StateDict]
@@ -65,15 +51,9 @@ def converter_arguments(description: str) -> argparse.ArgumentParser:
 
 
 def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str:
-    """Save ``payload`` to ``dst`` once ``verify(written file)`` has passed; print and return its SHA-256.
-
-    A ``dst`` named ``.safetensors`` gets a safetensors file (the weights,
-    and ``meta`` as JSON text: no pickle), any other a ``torch.save`` file
-    (:func:`~mmrmt.checkpoint.save_checkpoint`). The file is written beside
-    ``dst`` under a temporary name (``dst``'s folder is created if needed)
-    and replaces ``dst`` only if ``verify`` returns; otherwise it is removed
-    and ``dst`` is left as it was.
-    """
+    """Save ``payload`` (:func:`~mmrmt.checkpoint.save_checkpoint`, safetensors for a ``.safetensors`` name) to a
+    temporary file beside ``dst`` that replaces it once ``verify(written file)`` has passed (otherwise ``dst`` is
+    left as it was); print and return its SHA-256."""
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
     with replaced_atomically(dst) as temporary:
         save_checkpoint(payload, temporary, safetensors=is_safetensors_name(dst))
@@ -84,12 +64,8 @@ def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str
 
 
 def trained_arch(checkpoint: dict, backbone_cls: Type[PyramidBackbone], src: str) -> Arch:
-    """The ``arch`` of the backbone an mmengine training run used, read from its saved config.
-
-    Raises:
-        ValueError: The saved config is missing or not plain data, or the
-            run trained another backbone type.
-    """
+    """The ``arch`` of the backbone an mmengine run trained, read from its saved config (a ``ValueError``
+    when that is missing or not plain data, or names another backbone type)."""
     text = checkpoint['meta'].get('cfg')
     if not isinstance(text, str):
         raise ValueError(f'{src} has no saved config (meta.cfg) naming its backbone')
@@ -103,14 +79,9 @@ def trained_arch(checkpoint: dict, backbone_cls: Type[PyramidBackbone], src: str
 
 
 def backbone_weights(src: str, conversion: BackboneConversion) -> Tuple[StateDict, Arch]:
-    """The backbone's weights under mmrmt's keys, and its ``arch``.
-
-    A checkpoint an mmengine runner wrote (mmrmt's tools/train.py) holds the
-    backbone already in mmrmt's keys, under ``backbone.``, and its saved
-    config names the arch; any other file goes through the family's
-    ``convert``, loses the classifier the backbone drops, and its arch is
-    recognised from the shapes.
-    """
+    """The backbone's weights under mmrmt's keys, and its ``arch``: under ``backbone.`` of a checkpoint an
+    mmengine runner wrote, whose saved config names the arch; else through the family's ``convert``, the
+    classifier dropped, the arch recognised from the shapes."""
     backbone_cls = conversion.backbone_cls
     checkpoint = read_checkpoint(src)
     if written_by_mmengine(checkpoint):
@@ -124,19 +95,12 @@ def backbone_weights(src: str, conversion: BackboneConversion) -> Tuple[StateDic
 
 
 def convert_backbone_file(src: str, dst: str, conversion: BackboneConversion, force: bool = False) -> Arch:
-    """Convert ``src`` to ``dst`` and prove ``dst`` loads into the backbone.
-
-    The written file is ``{'state_dict': ..., 'meta': {'arch', 'source'}}``;
-    before it replaces ``dst`` it is loaded the way ``init_cfg`` does,
-    strictly, into the family's backbone of the detected variant.
+    """Convert ``src`` to ``dst`` (``{'state_dict', 'meta': {'arch', 'source'}}``), proved by loading it as
+    ``init_cfg`` does into the backbone of the detected variant, which is returned.
 
     Raises:
-        PreflightError: ``dst`` exists, or is ``src``, and not ``force``; its
-            folder cannot be written; or ``src`` is not a checkpoint of this
-            backbone.
-
-    Returns:
-        str | dict: The detected ``arch``.
+        PreflightError: ``dst`` exists (without ``force``) or is ``src``, cannot be written, or ``src`` is
+            not a checkpoint of this backbone.
     """
     check_new_file(dst, 'destination', force, inputs=[('the source', src)])
     with file_errors_as_tool_errors():
@@ -158,11 +122,8 @@ def convert_backbone_file(src: str, dst: str, conversion: BackboneConversion, fo
 
 
 def backbone_converter_main(family: str, doc: str) -> Callable[[Optional[List[str]]], Arch]:
-    """The ``main`` of the converter script of ``family`` (a key of :data:`BACKBONE_CONVERSIONS`).
-
-    It parses ``src dst [--force]`` (the script's description: the first
-    line of ``doc``) and converts with :func:`convert_backbone_file`.
-    """
+    """The ``main`` of the converter script of ``family`` (a key of :data:`BACKBONE_CONVERSIONS`): parse
+    ``src dst [--force]`` (described by the first line of ``doc``), then :func:`convert_backbone_file`."""
     conversion = BACKBONE_CONVERSIONS[family]
 
     def main(argv: Optional[List[str]] = None) -> Arch:

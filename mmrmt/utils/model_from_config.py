@@ -1,33 +1,29 @@
-"""Build a config's model on the CPU: the one way every tool does it; with initialised weights drawn
-from a seed, the same in every tool (an export's graph and the benchmark's torch model)."""
+"""What a tool builds from a config on the CPU: the model (the one way every tool does it; with initialised
+weights drawn from one seed for an export's graph and the benchmark), and the test set's class names."""
 import copy
 import warnings
-from contextlib import contextmanager
-from typing import Iterator
 
 import torch
 from mmengine.config import Config
-from mmengine.registry import MODELS, init_default_scope
+from mmengine.logging import MMLogger
+from mmengine.registry import DATASETS, MODELS, init_default_scope
 from torch import nn
 
 from mmrmt.checkpoint import one_line_reason
+from .output_guard import leaf_datasets
 from .preflight import PreflightError
-from .sync_bn import replace_sync_bn_types
+from .run_config import replace_sync_bn_types
+
+#: Seed of the initialised weights a tool uses without a checkpoint (pytorch2onnx.py's export, the benchmark).
+INIT_SEED = 0
 
 
 def build_cpu_model(cfg: Config, quiet: bool = False) -> nn.Module:
-    """``cfg.model`` built in eval mode on the CPU, with BN for SyncBN, no checkpoint loaded.
-
-    ``cfg`` itself is left as it is (the SyncBN swap is made on a copy).
-
-    Args:
-        cfg (Config): A loaded config (its ``default_scope`` picks the registry).
-        quiet (bool): Hide the warnings the build gives (e.g. when a tool
-            builds the model only to check it, and the run builds it again).
+    """``cfg.model`` built in eval mode on the CPU, with BN for SyncBN (on a copy), no checkpoint loaded;
+    ``quiet`` hides the build's warnings (a check whose run builds the model again).
 
     Raises:
-        PreflightError: The config has no model, or the model does not build
-            (an unknown type or argument, a bad value...).
+        PreflightError: The config has no model, or the model does not build.
     """
     if not isinstance(cfg.get('model'), dict):
         raise PreflightError(f'{cfg.filename} has no model = dict(type=...) setting')
@@ -44,33 +40,38 @@ def build_cpu_model(cfg: Config, quiet: bool = False) -> nn.Module:
     return model.eval()
 
 
-#: Seed of the initialised weights a tool uses without a checkpoint (pytorch2onnx.py's export, the benchmark).
-INIT_SEED = 0
-
-
-@contextmanager
-def quiet_mmengine_log() -> Iterator[None]:
-    """Within the context, mmengine logs warnings only (``init_weights`` logs every parameter)."""
-    from mmengine.logging import MMLogger
+def build_seeded_model(cfg: Config) -> nn.Module:
+    """:func:`build_cpu_model` with ``init_weights`` drawn from :data:`INIT_SEED` (torch's generator left as it
+    was; mmengine's log quiet but for warnings): two builds of one config (which must name no pretrained
+    checkpoint) hold the same weights."""
     logger = MMLogger.get_current_instance()
     level = logger.level
-    logger.setLevel('WARNING')
+    logger.setLevel('WARNING')  # init_weights logs every parameter
     try:
-        yield
+        with torch.random.fork_rng():
+            torch.manual_seed(INIT_SEED)
+            model = build_cpu_model(cfg)
+            model.init_weights()
     finally:
         logger.setLevel(level)
+    return model.eval()
 
 
-def build_seeded_model(cfg: Config) -> nn.Module:
-    """:func:`build_cpu_model` with the initialisation a training run starts from (``init_weights``),
-    drawn from :data:`INIT_SEED` (torch's global generator is left as it was), but for the backbone's
-    pretrained checkpoint, which ``cfg`` must not name: two builds of one config hold the same weights.
+def config_dataset_meta(cfg: Config) -> dict:
+    """``classes`` (and ``palette``) of the config's test set (else validation set; a wrapper's first
+    dataset), as lists: its dataset class's reading of the config's ``metainfo``, built without loading
+    anything (``lazy_init``); empty without either loader.
 
     Raises:
-        PreflightError: See :func:`build_cpu_model`.
+        PreflightError: The dataset does not build.
     """
-    with torch.random.fork_rng(), quiet_mmengine_log():
-        torch.manual_seed(INIT_SEED)
-        model = build_cpu_model(cfg)
-        model.init_weights()
-    return model.eval()
+    loader = cfg.get('test_dataloader') or cfg.get('val_dataloader')
+    if not loader:
+        return {}
+    dataset = dict(next(leaf_datasets(loader['dataset'])), lazy_init=True)
+    init_default_scope(cfg.get('default_scope', 'mmdet'))
+    try:
+        metainfo = DATASETS.build(dataset).metainfo
+    except Exception as error:  # a dataset's constructor can raise anything
+        raise PreflightError(f'the test set of {cfg.filename} does not build: {one_line_reason(error)}') from error
+    return {key: list(metainfo[key]) for key in ('classes', 'palette') if metainfo.get(key)}

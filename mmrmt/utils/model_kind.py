@@ -1,17 +1,10 @@
-"""Which kind of model an exported graph, a model config and an mmdeploy deploy config describe,
-compared before anything is built.
-
-tools/deployment/pytorch2onnx.py names a whole model's ports by its kind (see
-:mod:`mmrmt.deployment.export.tensor_mode`): a two-stage detector takes ``image`` and
-``proposals`` and returns ``rpn_*`` and ``roi_*`` (``roi_2`` the masks), a
-single-stage detector returns ``head_*``, a segmentor ``seg_logits``, a
-backbone (``--backbone-only``) ``feature_*``. A graph of one kind evaluated
-with a config of another would fail only after the runner has built
-everything, with a misleading line; timed beside it (benchmark.py), it
-would be reported faster than the model it is not. Likewise mmdeploy's
-detection deploy configs (outputs ``dets``, ``labels``) and its
-instance-segmentation ones (also ``masks``) convert only models without, and
-with, a mask head.
+"""Which kind of model an exported graph, a model config and an mmdeploy deploy config describe, compared before
+anything is built (a graph evaluated or timed with a config of another kind would fail late, or be reported
+faster than the model it is not). pytorch2onnx.py names a model's ports by its kind
+(:mod:`mmrmt.deployment.export.tensor_mode`): a two-stage detector takes ``image`` and ``proposals`` and returns
+``rpn_*`` and ``roi_*`` (``roi_2`` the masks), a single-stage one ``head_*``, a segmentor ``seg_logits``, a
+backbone ``feature_*``. mmdeploy's detection deploy configs convert models without a mask head, its
+instance-segmentation ones (outputs with ``masks``) models with one.
 """
 import os.path as osp
 from typing import Any, Mapping, Optional
@@ -79,11 +72,8 @@ def other_graph_kind(path: str, kind: Optional[str]) -> Optional[str]:
 
 
 def check_graph_fits_config(path: str, cfg: Config, config: str) -> None:
-    """Fail if the whole-model graph ``path`` and config ``config`` describe different kinds of model.
-
-    Raises:
-        PreflightError: Naming both kinds and the two ways to make them agree.
-    """
+    """Fail if the whole-model graph ``path`` and config ``config`` describe different kinds of model (one
+    line naming both kinds and the two ways to make them agree)."""
     config_kind = config_model_kind(cfg)
     graph = other_graph_kind(path, config_kind)
     if graph is None:
@@ -94,12 +84,8 @@ def check_graph_fits_config(path: str, cfg: Config, config: str) -> None:
 
 
 def check_deploy_config_fits(deploy_cfg: Config, deploy_config: str, model_cfg: Config, model_config: str) -> None:
-    """Fail if an mmdet deploy config's outputs lack the masks of a model with a mask head, or the reverse.
-
-    Raises:
-        PreflightError: Naming the deploy config that fits (the same name with
-            ``detection_`` and ``instance-seg_`` swapped, when it exists).
-    """
+    """Fail if an mmdet deploy config's outputs lack the masks of a model with a mask head, or the reverse
+    (one line naming the deploy config that fits: ``detection_`` and ``instance-seg_`` swapped, if it exists)."""
     if deploy_cfg.codebase_config.get('type') != 'mmdet':
         return
     model_masks = config_model_kind(model_cfg) == 'two_stage+masks'

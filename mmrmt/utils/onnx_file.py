@@ -1,10 +1,6 @@
-"""Preflight of an ONNX model file given to a tool: the one check every tool that reads one runs.
-
-Before a session is opened or anything built, the file must be an ONNX
-model (not a PyTorch checkpoint, not cut short), its external data (weights
-kept in other files) must lie inside the model's own folder, and, for a tool
-that evaluates a whole model, the graph must not be a backbone alone.
-"""
+"""The one check of an ONNX model file given to a tool, before a session is opened or anything built: an ONNX
+model (not a PyTorch checkpoint, not cut short), its external data inside its own folder, and, for a tool that
+evaluates a whole model, not a backbone alone."""
 import importlib.util
 import os.path as osp
 from pathlib import Path
@@ -60,20 +56,8 @@ def external_data_problem(path: str, model) -> str:
 
 
 def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = False) -> None:
-    """Fail unless ``path`` is an ONNX model a tool may open, and onnx/onnxruntime are installed.
-
-    Args:
-        path (str): The file.
-        role (str): Its role in messages, e.g. ``'--onnx file'``.
-        whole_model (bool): Whether the tool needs a whole model (refuse a
-            ``--backbone-only`` graph).
-
-    Raises:
-        PreflightError: The deploy extra is missing, the file does not exist,
-            is not an ONNX model (another format, truncated), keeps external
-            data outside its folder (or lacks it), or is a backbone-only graph
-            where a whole model is needed.
-    """
+    """Fail unless onnx and onnxruntime are installed and ``path`` (``role`` in messages, e.g. ``'--onnx
+    file'``) is an ONNX model a tool may open (see the module); ``whole_model``: refuse a backbone-only graph."""
     for module in ('onnx', 'onnxruntime'):
         if importlib.util.find_spec(module) is None:
             raise PreflightError(f'{module} is not installed; install the deploy extra: '

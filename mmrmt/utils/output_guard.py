@@ -1,17 +1,63 @@
-"""A tool's outputs never overwrite its inputs: each output path, links resolved, is
-checked against what the tool reads (checkpoint, config, images, dataset folders).
-
-``--force`` lets a tool replace its own earlier output; it never lets it write over,
-or into, one of its inputs. Both checks run before anything is built or written.
-"""
+"""The paths a run reads and writes, checked before anything is built: its inputs exist, and no output is
+(or lies inside) an input, links resolved, whatever ``--force`` says, nor overwrites an earlier run."""
+import glob
 import os.path as osp
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from mmengine.config import Config
 
 from mmrmt.checkpoint import is_remote
-from .preflight import PreflightError, check_writable, dataset_paths, leaf_datasets
+from mmrmt.engine.own_checkpoint import checkpoint_folder
+from .preflight import PreflightError, check_writable
 
+DEMO_DATA_HINT = 'for the demo configs run `python tools/misc/make_demo_data.py`'
 #: (role, path) of one input of a tool, e.g. ``('the checkpoint', 'ck.pth')``.
 Input = Tuple[str, Optional[str]]
+
+
+def leaf_datasets(dataset: dict) -> Iterator[dict]:
+    """The dataset configs inside wrappers (``dataset=`` / ``datasets=``)."""
+    if 'dataset' in dataset:
+        yield from leaf_datasets(dataset['dataset'])
+    elif 'datasets' in dataset:
+        for child in dataset['datasets']:
+            yield from leaf_datasets(child)
+    else:
+        yield dataset
+
+
+def dataset_paths(dataset: dict) -> Iterator[Tuple[str, str, bool]]:
+    """(description, path, is_dir) of the files and folders a dataset reads."""
+    root = dataset.get('data_root') or ''
+    if root:
+        yield 'data root', root, True
+    if dataset.get('ann_file'):
+        yield 'annotation file', osp.join(root, dataset['ann_file']), False
+    for key, prefix in (dataset.get('data_prefix') or {}).items():
+        if prefix:
+            yield f'{key} folder', osp.join(root, prefix), True
+
+
+def check_dataloader_paths(cfg: Config, dataloaders: Sequence[str]) -> None:
+    """Fail on the first missing data root, annotation file or image folder of the loaders named
+    ``dataloaders`` (e.g. ``'train_dataloader'``; those absent from ``cfg`` are skipped)."""
+    for name in dataloaders:
+        for dataset in leaf_datasets(cfg[name]['dataset']) if cfg.get(name) else ():
+            for what, path, is_dir in dataset_paths(dataset):
+                if not ((osp.isdir(path) if is_dir else osp.isfile(path)) or is_remote(path)):
+                    raise PreflightError(
+                        f'{what} of {name} not found: {path} (set it with --cfg-options, or {DEMO_DATA_HINT})')
+
+
+def check_evaluator_files(cfg: Config, evaluators: Sequence[str]) -> None:
+    """Fail when an evaluator's ``ann_file`` (e.g. CocoMetric's) is missing."""
+    for name in evaluators:
+        evaluator = cfg.get(name)
+        for metric in evaluator if isinstance(evaluator, (list, tuple)) else [evaluator]:
+            ann_file = metric.get('ann_file') if isinstance(metric, dict) else None
+            if ann_file and not (is_remote(ann_file) or osp.isfile(ann_file)):
+                raise PreflightError(f'annotation file of {name} not found: {ann_file} (set it with '
+                                     f'--cfg-options, or {DEMO_DATA_HINT})')
 
 
 def resolved(path: str) -> str:
@@ -19,23 +65,9 @@ def resolved(path: str) -> str:
     return osp.realpath(osp.abspath(osp.expanduser(path)))
 
 
-def lies_within(path: str, folder: str) -> bool:
-    """Whether resolved ``path`` is resolved ``folder`` or lies anywhere below it."""
-    return path == folder or path.startswith(folder.rstrip(osp.sep) + osp.sep)
-
-
 def check_not_an_input(output: str, what: str, inputs: Iterable[Input]) -> None:
-    """Fail if ``output`` is one of ``inputs``, or lies inside an input folder, links resolved.
-
-    Args:
-        output (str): A file or folder the tool writes.
-        what (str): Its role in the message, e.g. ``'--out'``.
-        inputs (Iterable[tuple]): (role, path) of everything the tool reads;
-            a path that is None, empty or remote is skipped.
-
-    Raises:
-        PreflightError: Naming the input and that ``--force`` does not help.
-    """
+    """Fail if ``output`` (``what`` in the message, e.g. ``'--out'``) is one of ``inputs`` ((role, path); a
+    path None, empty or remote is skipped) or lies inside an input folder, links resolved."""
     target = resolved(output)
     for role, path in inputs:
         if not path or is_remote(path):
@@ -43,7 +75,7 @@ def check_not_an_input(output: str, what: str, inputs: Iterable[Input]) -> None:
         source = resolved(path)
         if target == source:
             relation = 'is'
-        elif osp.isdir(source) and lies_within(target, source):
+        elif osp.isdir(source) and (target + osp.sep).startswith(source.rstrip(osp.sep) + osp.sep):
             relation = 'lies inside'
         else:
             continue
@@ -52,44 +84,36 @@ def check_not_an_input(output: str, what: str, inputs: Iterable[Input]) -> None:
 
 
 def check_new_file(path: str, what: str, force: bool, inputs: Iterable[Input] = ()) -> None:
-    """Fail if writing file ``path`` would destroy a user's file.
-
-    Args:
-        path (str): The file to write.
-        what (str): Its role in the message, e.g. ``'destination'``.
-        force (bool): Whether replacing an existing file (the tool's earlier
-            output) was asked for.
-        inputs (Iterable[tuple]): (role, path) of the tool's inputs, which
-            ``path`` may never be nor lie inside, whatever ``force`` says.
-    """
+    """Fail if writing file ``path`` would destroy a user's file: one of ``inputs`` (whatever ``force`` says),
+    or an existing file without ``force``; or if it cannot be written."""
     check_not_an_input(path, what, inputs)
     if osp.exists(path) and not force:
-        raise PreflightError(f'{what} {path} exists; choose another path, or add --force to '
-                             'replace it')
+        raise PreflightError(f'{what} {path} exists; choose another path, or add --force to replace it')
     check_writable(path, what, is_dir=False)
 
 
-def dataloader_inputs(cfg, dataloaders: Iterable[str]) -> List[Input]:
-    """(role, path) of the annotation files and image folders the config's loaders read.
-
-    A data root counts only when no ``data_prefix`` folder is set (the
-    images are then read from it): outputs under a data root beside its
-    image folders overwrite nothing, and a root of ``'.'`` would refuse
-    every output.
-
-    Args:
-        cfg (Config): The run's config.
-        dataloaders (Iterable[str]): Keys such as ``'test_dataloader'``; those
-            absent from ``cfg`` (or None) are skipped.
-    """
+def dataloader_inputs(cfg: Config, dataloaders: Iterable[str]) -> List[Input]:
+    """(role, path) of the annotation files and image folders the config's loaders read; a data root only
+    where no ``data_prefix`` folder is set (a root of ``'.'`` would refuse every output)."""
     inputs = []
     for name in dataloaders:
-        loader = cfg.get(name)
-        if not loader:
-            continue
-        for dataset in leaf_datasets(loader['dataset']):
+        for dataset in leaf_datasets(cfg[name]['dataset']) if cfg.get(name) else ():
             paths = list(dataset_paths(dataset))
             has_prefix = any(role.endswith('folder') for role, _, _ in paths)
             inputs += [(f'the {role} of {name}', path) for role, path, _ in paths
                        if not (role == 'data root' and has_prefix)]
     return inputs
+
+
+def check_no_earlier_run(work_dir: str, out_dir: Optional[str] = None) -> None:
+    """Fail if ``work_dir`` (of a run that does not resume; ``out_dir``: its CheckpointHook's) holds an earlier
+    run's checkpoints, which mmengine would overwrite (``iter_N.pth``, ``last_checkpoint``)."""
+    record = osp.join(work_dir, 'last_checkpoint')
+    folder = checkpoint_folder(work_dir, out_dir)
+    checkpoints = [] if is_remote(folder) else sorted(glob.glob(osp.join(glob.escape(folder), '*.pth')))
+    if not (osp.isfile(record) or checkpoints):
+        return
+    held = record if osp.isfile(record) else checkpoints[0] + (
+        f' and {len(checkpoints) - 1} more checkpoints' if len(checkpoints) > 1 else '')
+    raise PreflightError(f'work dir {work_dir} holds an earlier run ({held}), which this run would overwrite: '
+                         'add --resume to continue it, or choose another --work-dir')

@@ -10,12 +10,8 @@ from .preflight import PreflightError
 
 
 class AtomicDumpDetResults(DumpDetResults):
-    """mmdet's :class:`~mmdet.evaluation.DumpDetResults`, writing its file whole or not at all.
-
-    The predictions go to a temporary file beside ``out_file_path`` that is
-    then moved into place: a full disk leaves no truncated file. Without
-    ``force`` a file that appeared at that path during the run is kept, and
-    the run ends with one line.
+    """mmdet's :class:`~mmdet.evaluation.DumpDetResults`, writing its file whole or not at all (a temporary file
+    moved into place); without ``force`` a file that appeared there during the run is kept (one line).
 
     Args:
         out_file_path (str): The ``.pkl`` file to write.

@@ -1,13 +1,7 @@
-"""``--out`` of the test tools (tools/test.py, tools/deployment/test_onnx.py): the predictions
-of a test run kept, as mmdet's and mmseg's tools/test.py keep them.
-
-A detector's go to one ``.pkl`` file (mmdet's ``DumpDetResults``, written
-atomically); a segmentor's label maps to a folder (mmseg's ``IoUMetric``
-``output_dir``). The tool checks ``--out`` with its other inputs
-(:func:`check_prediction_out`), builds the runner inside
-:func:`prediction_out_claimed` and adds the dump to it
-(:func:`add_prediction_dump`).
-"""
+"""``--out`` of the test tools (tools/test.py, tools/deployment/test_onnx.py), as mmdet's and mmseg's keep it:
+a detector's predictions in one ``.pkl`` file (written atomically), a segmentor's label maps in a folder (mmseg's
+``IoUMetric`` ``output_dir``). The tool checks it (:func:`check_prediction_out`), builds the runner inside
+:func:`prediction_out_claimed` and adds the dump to it (:func:`add_prediction_dump`)."""
 import argparse
 import os
 import os.path as osp
@@ -35,15 +29,8 @@ def add_prediction_out_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_prediction_out(cfg: Config, out: Optional[str], force: bool, inputs: List[Tuple[str, str]]) -> None:
-    """Check ``--out`` before anything is built: a new ``.pkl`` file (or ``force``) for a
-    detector, a writable folder for a segmentor, none of the run's ``inputs``.
-
-    Args:
-        cfg (Config): The run's config.
-        out (str, optional): ``--out``; nothing is checked without it.
-        force (bool): ``--force``: an existing ``.pkl`` file may be replaced.
-        inputs (list[tuple[str, str]]): (what, path) of every input of the run.
-    """
+    """Check ``--out`` (if given) before anything is built: a new ``.pkl`` file (or ``force``) for a detector,
+    a writable folder for a segmentor, none of the run's ``inputs`` ((what, path))."""
     if not out:
         return
     if is_detection(cfg):
@@ -57,13 +44,9 @@ def check_prediction_out(cfg: Config, out: Optional[str], force: bool, inputs: L
 
 @contextmanager
 def prediction_out_claimed(cfg: Config, out: Optional[str]) -> Iterator[None]:
-    """Within the block, ``--out`` is this run's and a segmentor's test evaluator writes its label
-    maps there: build the runner and test inside.
-
-    The claim is ``.<name>.claim`` beside ``--out`` (:class:`~mmrmt.run_claim.RunClaim`), taken by
-    the process of rank 0 only (the one that writes it; torchrun's ``RANK``, slurm's
-    ``SLURM_PROCID``, known before the process group exists), so the ranks of one run do not
-    refuse each other.
+    """Within the block (build the runner and test inside), ``--out`` is this run's (rank 0 holds the claim
+    :func:`claim_path`, by torchrun's ``RANK`` or slurm's ``SLURM_PROCID``, known before the process group) and a
+    segmentor's test evaluator writes its label maps there.
 
     Raises:
         ClaimError: Another run writes ``--out``.

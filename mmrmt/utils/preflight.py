@@ -1,55 +1,59 @@
-"""Checks run by the tools before anything is built, each failing with one clear line.
-
-A wrong path otherwise surfaces minutes later, deep inside a dataset or a
-checkpoint loader, as a long traceback. :class:`PreflightError` carries a
-single-line message naming the missing path and how to fix it.
-"""
+"""The one error of our tools (:class:`PreflightError`, ended by :func:`run_main` as one line) and the checks of
+single values run before anything is built: paths to write, ``--device``, ``--shape``."""
 import os
 import os.path as osp
+import sys
+import warnings
 from contextlib import contextmanager
-from typing import Iterator, Sequence, Tuple
+from typing import Callable, Iterator, Optional
 
-from mmengine.config import Config
+import torch
 
-from mmrmt.checkpoint import is_remote
+from mmrmt.checkpoint import CheckpointRefusedError
+from mmrmt.run_claim import ClaimError
 
-DEMO_DATA_HINT = 'for the demo configs run `python tools/misc/make_demo_data.py`'
+#: The largest input: 4096 pixels a side, 4096x1024 in all (four times the papers' test sizes); the memory
+#: of full-attention stages grows with the square of the pixels.
+MAX_SIDE, MAX_PIXELS = 4096, 4096 * 1024
 
 
 class PreflightError(RuntimeError):
-    """A problem a tool reports as one line: a bad input, found before anything is
-    built or written wherever it can be (the one error type of every tool, turned
-    into ``error: <message>`` and exit status 1 by :func:`mmrmt.utils.run_main`)."""
+    """A bad input a tool reports as one line, found before anything is built or written wherever it can be."""
+
+
+def run_main(main: Callable[[], object]) -> None:
+    """Run a tool's ``main()``; a :class:`PreflightError`, a refused checkpoint or a work dir or output another
+    run holds (:class:`~mmrmt.run_claim.ClaimError`) ends the process with ``error: <message>`` (one line on
+    stderr) and exit status 1. Any other exception is a bug and keeps its traceback.
+
+    Example:
+        >>> if __name__ == '__main__':
+        ...     run_main(main)
+    """
+    # setuptools' deprecation notice, which mmengine's imports trigger, is no news to the user
+    warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
+    try:
+        main()
+    except (PreflightError, CheckpointRefusedError, ClaimError) as error:
+        sys.exit(f'error: {error}')
 
 
 @contextmanager
 def file_errors_as_tool_errors() -> Iterator[None]:
-    """Within the block, a file that is missing or not what it should be
-    (``FileNotFoundError``, ``ValueError`` of :mod:`mmrmt.checkpoint`) is a
-    :class:`PreflightError` with the same one-line message."""
+    """Within the block, a missing or unreadable file (``FileNotFoundError``, ``ValueError`` of
+    :mod:`mmrmt.checkpoint`) is a :class:`PreflightError` with the same line."""
     try:
         yield
     except (FileNotFoundError, ValueError) as error:
         raise PreflightError(str(error)) from error
 
 
-def nearest_existing(path: str) -> str:
-    """``path`` itself if it exists, else its closest existing ancestor."""
-    path = osp.abspath(path)
-    while not osp.exists(path):
-        path = osp.dirname(path)
-    return path
-
-
 def check_writable(path: str, what: str, is_dir: bool) -> None:
-    """Fail unless ``path`` can be created or written, without creating anything.
-
-    Args:
-        path (str): A folder (``is_dir``) or a file the run will write.
-        what (str): Its role in the message, e.g. ``'--work-dir'``.
-        is_dir (bool): Whether ``path`` is a folder.
-    """
-    existing = nearest_existing(path)
+    """Fail unless folder (``is_dir``) or file ``path``, ``what`` in the message (e.g. ``'--work-dir'``), can be
+    created or written; creates nothing."""
+    existing = osp.abspath(path)
+    while not osp.exists(existing):
+        existing = osp.dirname(existing)
     if existing == osp.abspath(path):
         if is_dir and not osp.isdir(existing):
             raise PreflightError(f'{what} {path} exists and is not a folder')
@@ -64,58 +68,31 @@ def check_writable(path: str, what: str, is_dir: bool) -> None:
         raise PreflightError(f'{what} {path} cannot be created: {existing} is not writable')
 
 
-def leaf_datasets(dataset: dict) -> Iterator[dict]:
-    """The dataset configs inside wrappers (``dataset=`` / ``datasets=``)."""
-    if 'dataset' in dataset:
-        yield from leaf_datasets(dataset['dataset'])
-    elif 'datasets' in dataset:
-        for child in dataset['datasets']:
-            yield from leaf_datasets(child)
-    else:
-        yield dataset
+def check_device(device: Optional[str]) -> None:
+    """Fail unless ``device`` is None, ``'cpu'``, or a CUDA device torch sees here (e.g. ``'cuda:1'``)."""
+    if device is None:
+        return
+    try:
+        parsed = torch.device(device)
+    except RuntimeError:
+        raise PreflightError(f"--device {device!r} is not a device: give 'cpu', 'cuda' or 'cuda:N'") from None
+    if parsed.type == 'cpu':
+        return
+    if parsed.type != 'cuda':
+        raise PreflightError(f"--device {device}: this tool runs on 'cpu' or 'cuda' devices")
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        raise PreflightError(f'--device {device}: torch sees no CUDA device here; use --device cpu')
+    if parsed.index is not None and parsed.index >= count:
+        raise PreflightError(f'--device {device}: torch sees {count} CUDA device(s), cuda:0 to cuda:{count - 1}')
 
 
-def dataset_paths(dataset: dict) -> Iterator[Tuple[str, str, bool]]:
-    """(description, path, is_dir) of the files and folders a dataset reads."""
-    root = dataset.get('data_root') or ''
-    if root:
-        yield 'data root', root, True
-    if dataset.get('ann_file'):
-        yield 'annotation file', osp.join(root, dataset['ann_file']), False
-    for key, prefix in (dataset.get('data_prefix') or {}).items():
-        if prefix:
-            yield f'{key} folder', osp.join(root, prefix), True
-
-
-def check_dataloader_paths(cfg: Config, dataloaders: Sequence[str]) -> None:
-    """Fail on the first missing data root, annotation file or image folder.
-
-    Args:
-        cfg (Config): The run's config.
-        dataloaders (Sequence[str]): Keys such as ``'train_dataloader'``;
-            those absent from ``cfg`` (or None) are skipped.
-    """
-    for name in dataloaders:
-        loader = cfg.get(name)
-        if not loader:
-            continue
-        for dataset in leaf_datasets(loader['dataset']):
-            for what, path, is_dir in dataset_paths(dataset):
-                exists = osp.isdir(path) if is_dir else osp.isfile(path)
-                if not (exists or is_remote(path)):
-                    raise PreflightError(
-                        f'{what} of {name} not found: {path} (set it with --cfg-options, '
-                        f'or {DEMO_DATA_HINT})')
-
-
-def check_evaluator_files(cfg: Config, evaluators: Sequence[str]) -> None:
-    """Fail when an evaluator's ``ann_file`` (e.g. CocoMetric's) is missing."""
-    for name in evaluators:
-        evaluator = cfg.get(name)
-        metrics = evaluator if isinstance(evaluator, (list, tuple)) else [evaluator]
-        for metric in metrics:
-            ann_file = metric.get('ann_file') if isinstance(metric, dict) else None
-            if ann_file and not (is_remote(ann_file) or osp.isfile(ann_file)):
-                raise PreflightError(
-                    f'annotation file of {name} not found: {ann_file} (set it with '
-                    f'--cfg-options, or {DEMO_DATA_HINT})')
+def check_input_size(height: int, width: int, purpose: str) -> None:
+    """Fail unless ``--shape height width`` is at least one pixel a side and within :data:`MAX_SIDE` and
+    :data:`MAX_PIXELS`; ``purpose`` is what the tool does with the model ('count', 'time')."""
+    if min(height, width) < 1:
+        raise PreflightError(f'--shape {height} {width}: each side must be >= 1 pixel')
+    if max(height, width) > MAX_SIDE or height * width > MAX_PIXELS:
+        raise PreflightError(f'--shape {height} {width} is too large to {purpose}: at most {MAX_SIDE} pixels a '
+                             f'side and {MAX_PIXELS:,} pixels in all (the model\'s attention memory grows with '
+                             'the square of the pixels)')

@@ -1,19 +1,11 @@
-"""The checkpoint a run loads, checked before the run starts.
-
-``tools/test.py CONFIG CHECKPOINT``, ``load_from`` and ``--resume`` hand a
-file to mmengine, which reads it only once the runner is built and then loads
-whatever keys happen to match, logging a warning: a checkpoint of another
-model evaluates random weights and exits 0. Here the file is read first
-(empty, truncated or foreign files fail with one line), a ``--resume`` file
-must be a training checkpoint, and the model the config describes must find
-each of its weights in the file, with the same shape and kind of number,
-and nothing more (``--allow-partial-load`` skips that last check for
-deliberate partial loads); weights the runner will cast to the model's dtype
-(a float16 file) are said in the log.
+"""What our train.py and test.py add, before the run, to the checkpoint gate of the runner (which reads every
+``load_from`` in any launcher): a ``--resume`` file is a training checkpoint whose ``meta['config']`` is plain
+data, and the config's model finds each of its weights in the file, with the same shape and kind of number,
+and nothing more (mmengine would load the keys that match, with a warning), unless ``--allow-partial-load``.
 """
 import logging
 import os.path as osp
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 from mmengine.config import Config
 from mmengine.logging import print_log
@@ -27,13 +19,10 @@ from .preflight import PreflightError
 
 
 def latest_checkpoint(work_dir: str, out_dir: Optional[str] = None) -> str:
-    """The checkpoint ``--resume`` without a path continues from: the one
-    ``last_checkpoint`` names, in the run's own checkpoint folder (the work
-    dir, or ``out_dir/<work dir name>``; see :func:`~mmrmt.engine.own_last_checkpoint`).
+    """The checkpoint ``--resume`` without a path continues from (see :func:`~mmrmt.engine.own_last_checkpoint`).
 
     Raises:
-        PreflightError: The work dir holds no ``last_checkpoint`` record, so
-            the run would silently start from scratch; or the record names
+        PreflightError: No ``last_checkpoint`` (the run would silently start from scratch), or it names
             another folder's checkpoint, absent from the run's own.
     """
     if not osp.isfile(osp.join(work_dir, 'last_checkpoint')):
@@ -49,29 +38,13 @@ def latest_checkpoint(work_dir: str, out_dir: Optional[str] = None) -> str:
     return checkpoint
 
 
-def lacking_resume_keys(checkpoint: dict) -> List[str]:
-    """What mmengine's ``Runner.resume`` needs besides the weights and ``checkpoint`` lacks."""
-    meta = checkpoint['meta'] if isinstance(checkpoint.get('meta'), dict) else {}
-    lacking = [] if 'message_hub' in checkpoint else ['message_hub']
-    return lacking + [f'meta.{key}' for key in ('epoch', 'iter') if key not in meta]
-
-
 def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[Dict[str, TensorSpec]]:
-    """Read a checkpoint the run will load and return the shapes and dtypes of its weights.
-
-    Args:
-        path (str): Local path or URL (an http(s) one is fetched now; others are
-            left to the runner: None).
-        role (str): What the file is for, in messages (``'checkpoint'``,
-            ``'load_from checkpoint'``, ``'--resume checkpoint'``).
-        resume (bool): Whether training resumes from it, so that it must
-            also hold the training state.
+    """The shapes and dtypes of the weights of the checkpoint ``path`` (local or URL; None for another remote
+    path, left to the runner) a run will load as ``role`` (e.g. ``'--resume checkpoint'``), ``resume`` from it or not.
 
     Raises:
-        PreflightError: The file is missing, empty, truncated, not a
-            checkpoint or without weights; or ``resume`` and it is not a
-            training checkpoint (e.g. a converted backbone), or its
-            ``meta['config']``, which mmengine's resume runs, is not plain data.
+        PreflightError: The file is missing or unreadable, or ``resume`` and it is not a training checkpoint or
+            its ``meta['config']`` is not plain data.
     """
     if is_remote(path) and not is_url(path):
         return None
@@ -84,8 +57,10 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
             resumed_config(checkpoint, path)  # mmengine's resume runs this text: refused unless plain data
     except ValueError as error:
         raise PreflightError(f'{role} {error}') from error
-    lacking = lacking_resume_keys(checkpoint) if resume else []
-    if lacking:
+    meta = checkpoint['meta'] if isinstance(checkpoint.get('meta'), dict) else {}
+    lacking = ([] if 'message_hub' in checkpoint else ['message_hub']) + [
+        f'meta.{key}' for key in ('epoch', 'iter') if key not in meta]
+    if resume and lacking:
         raise PreflightError(
             f'{role} {path} is not a training checkpoint (it has no {", ".join(lacking)}): '
             'resume from a file tools/train.py wrote, or start from these weights with '
@@ -94,8 +69,7 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
 
 
 def pretrained_checkpoints(node: Any, where: str = 'model') -> Iterator[Tuple[str, str]]:
-    """(location, path) of each ``init_cfg=dict(type='Pretrained', checkpoint=...)`` inside a
-    model config, e.g. ``('model.backbone.init_cfg', 'checkpoints/rmt-s_in1k.pth')``."""
+    """(location, path) of each ``init_cfg=dict(type='Pretrained', checkpoint=...)`` inside a model config."""
     if isinstance(node, dict):
         if node.get('type') == 'Pretrained' and isinstance(node.get('checkpoint'), str):
             yield where, node['checkpoint']
@@ -107,28 +81,14 @@ def pretrained_checkpoints(node: Any, where: str = 'model') -> Iterator[Tuple[st
 
 
 def check_pretrained_checkpoints(cfg: Config) -> None:
-    """Read each local ``Pretrained`` file of the model before training builds it.
-
-    mmengine initialises the weights (loading these files) at the start of
-    every training run, resumed or not.
-
-    Raises:
-        PreflightError: See :func:`read_run_checkpoint`.
-    """
+    """Read each local ``Pretrained`` file of the model (every training run loads them) before training."""
     for where, path in pretrained_checkpoints(cfg.model):
         read_run_checkpoint(path, f'{where} checkpoint')
 
 
 def config_model_specs(cfg: Config) -> Dict[str, TensorSpec]:
-    """The shapes and dtypes of the weights of the model ``cfg`` describes (built, then dropped).
-
-    A test-time augmentation wrapper (``--tta``) counts as the model it
-    wraps, whose weights a checkpoint holds. The build is silent: the run
-    builds the model again, with its warnings, in its log.
-
-    Raises:
-        PreflightError: The model does not build.
-    """
+    """The shapes and dtypes of the weights of the model ``cfg`` describes (built quietly, then dropped; a
+    TTA wrapper counts as the model it wraps)."""
     model = build_cpu_model(cfg, quiet=True)
     if isinstance(model, BaseTTAModel):
         model = model.module
@@ -137,24 +97,9 @@ def config_model_specs(cfg: Config) -> Dict[str, TensorSpec]:
 
 def check_run_checkpoint(cfg: Config, model_specs: Mapping[str, TensorSpec], path: str, role: str,
                          resume: bool = False, allow_partial: bool = False) -> None:
-    """Fail before the run unless ``path`` is readable and holds the whole model.
-
-    Args:
-        cfg (Config): The run's config (named in messages).
-        model_specs (Mapping[str, TensorSpec]): Its model's weights'
-            shapes and dtypes (:func:`config_model_specs`).
-        path (str): The checkpoint.
-        role (str): See :func:`read_run_checkpoint`.
-        resume (bool): See :func:`read_run_checkpoint`.
-        allow_partial (bool): Compare with the model only the kinds of number
-            (integers for floats) of the tensors both hold.
-
-    Raises:
-        PreflightError: See :func:`read_run_checkpoint`; or the file's
-            weights miss some of the model's, have other shapes or another
-            kind of number (integers for floats), or include weights the
-            model does not have, named in the message.
-    """
+    """Fail before the run unless ``path`` is readable (:func:`read_run_checkpoint`) and holds the whole model
+    of ``cfg`` (``model_specs``: :func:`config_model_specs`), naming the problems of
+    :func:`~mmrmt.checkpoint.fit_problems`; ``allow_partial``: only the kinds of number of the tensors both hold."""
     file_specs = read_run_checkpoint(path, role, resume)
     if file_specs is None:
         return

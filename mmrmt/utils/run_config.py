@@ -1,11 +1,6 @@
-"""The config handling tools/train.py and tools/test.py share.
-
-Parses the options both tools take, loads a config with its command-line
-overrides, then adapts it to the machine: the work dir default, the launcher, BN instead of SyncBN when the
-run is not distributed on CUDA, and, for distributed runs without CUDA, the
-gloo backend and a CPU DistributedDataParallel. mmengine's own process-group
-setup assumes a GPU per process, so :func:`build_runner` starts gloo itself.
-"""
+"""The config handling tools/train.py and tools/test.py share: the options both take, the config loaded with
+its overrides and adapted to the machine (the work dir default, BN for SyncBN unless distributed on CUDA, gloo
+and a CPU DistributedDataParallel for a distributed CPU run), ``--tta`` and ``--auto-scale-lr``, the runner."""
 import argparse
 import os
 import os.path as osp
@@ -13,39 +8,45 @@ from typing import Any, Optional, Sequence
 
 import torch
 import torch.distributed as dist
-from mmengine.config import Config
+from mmengine.config import Config, ConfigDict
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 from mmrmt.engine import OwnWorkDirRunner
 from .cfg_options import add_cfg_options, apply_cfg_options
 from .config_file import read_config
+from .output_guard import leaf_datasets
 from .preflight import PreflightError
-from .sync_bn import revert_sync_bn_when_single
+
+
+def replace_sync_bn_types(node: Any) -> None:
+    """Set ``type='BN'`` on every SyncBN norm config inside ``node`` (in place): torch's ``SyncBatchNorm``
+    refuses CPU tensors, and a single process has nothing to synchronise with."""
+    if isinstance(node, dict):
+        if node.get('type') in ('SyncBN', 'MMSyncBN'):
+            node['type'] = 'BN'
+        node = list(node.values())
+    for value in node if isinstance(node, (list, tuple)) else ():
+        replace_sync_bn_types(value)
+
+
+def revert_sync_bn_when_single(cfg: Config, distributed: Optional[bool] = None) -> Config:
+    """Replace SyncBN by BN in ``cfg.model`` (in place) unless the run is ``distributed`` (by default: the
+    config's ``launcher`` is not ``'none'``) and CUDA is available; returns ``cfg``."""
+    if distributed is None:
+        distributed = cfg.get('launcher', 'none') != 'none'
+    if not (distributed and torch.cuda.is_available()) and 'model' in cfg:
+        replace_sync_bn_types(cfg.model)
+    return cfg
 
 
 def load_run_config(config: str,
                     cfg_options: Optional[Sequence[str]] = None,
                     launcher: str = 'none',
                     work_dir: Optional[str] = None) -> Config:
-    """Load ``config`` and prepare it for a run on this machine.
-
-    Args:
-        config (str): Config file path.
-        cfg_options (Sequence[str], optional): ``--cfg-options`` overrides,
-            ``KEY=VALUE`` strings (checked, see :func:`apply_cfg_options`).
-        launcher (str): 'none', 'pytorch', 'slurm' or 'mpi'.
-        work_dir (str, optional): Overrides the config's ``work_dir``;
-            without either, ``./work_dirs/<config name>``.
-
-    Returns:
-        Config: The prepared config.
-
-    Raises:
-        PreflightError: If the config file does not exist or cannot be
-            loaded, an override is wrong, or a CPU run asks for a launcher
-            other than 'pytorch'.
-    """
+    """Load ``config`` with its ``--cfg-options`` (checked) and prepare it for a run on this machine: ``launcher``
+    ('none', 'pytorch', 'slurm' or 'mpi'; only 'pytorch' without CUDA), ``work_dir`` (else the config's, else
+    ``./work_dirs/<config name>``); a :class:`PreflightError` for a bad config, override or launcher."""
     cfg = apply_cfg_options(read_config(config), cfg_options)
     cfg.launcher = launcher
     if work_dir is not None:
@@ -53,30 +54,48 @@ def load_run_config(config: str,
     elif cfg.get('work_dir') is None:
         cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(config))[0])
     if launcher != 'none' and not torch.cuda.is_available():
-        use_cpu_processes(cfg)
+        if launcher != 'pytorch':
+            raise PreflightError(f'without CUDA only --launcher pytorch is supported, got --launcher {launcher}')
+        cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})['backend'] = 'gloo'
+        if cfg.get('model_wrapper_cfg') is None:
+            cfg.model_wrapper_cfg = dict(
+                type='MMDistributedDataParallel', device_ids=None, broadcast_buffers=False,
+                find_unused_parameters=cfg.get('find_unused_parameters', False))
     revert_sync_bn_when_single(cfg)
     return cfg
 
 
-def use_cpu_processes(cfg: Config) -> None:
-    """Set gloo and a device-less DistributedDataParallel for a CPU run."""
-    if cfg.launcher != 'pytorch':
-        raise PreflightError(f'without CUDA only --launcher pytorch is supported, got '
-                             f'--launcher {cfg.launcher}')
-    cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})['backend'] = 'gloo'
-    if cfg.get('model_wrapper_cfg') is None:
-        cfg.model_wrapper_cfg = dict(
-            type='MMDistributedDataParallel', device_ids=None, broadcast_buffers=False,
-            find_unused_parameters=cfg.get('find_unused_parameters', False))
+def use_test_time_aug(cfg: Config) -> None:
+    """``--tta``, as mmdet's and mmseg's: wrap ``cfg.model`` in ``cfg.tta_model``, test on ``cfg.tta_pipeline``.
+
+    Raises:
+        PreflightError: The config defines no ``tta_model`` or no ``tta_pipeline``.
+    """
+    missing = [key for key in ('tta_model', 'tta_pipeline') if not cfg.get(key)]
+    if missing:
+        raise PreflightError(f'--tta needs {" and ".join(missing)} in the config (as in '
+                             f'configs/_base_/datasets/coco_tta.py or mmseg\'s ade20k.py)')
+    cfg.model = ConfigDict(**cfg.tta_model, module=cfg.model)
+    for dataset in leaf_datasets(cfg.test_dataloader.dataset):
+        dataset.pipeline = cfg.tta_pipeline
+
+
+def enable_auto_scale_lr(cfg: Config) -> None:
+    """``--auto-scale-lr``, mmdet's way: mmengine then scales every learning rate by the run's total batch
+    size over ``auto_scale_lr.base_batch_size``.
+
+    Raises:
+        PreflightError: The config has no ``auto_scale_lr.base_batch_size``.
+    """
+    if not (cfg.get('auto_scale_lr') or {}).get('base_batch_size'):
+        raise PreflightError('--auto-scale-lr needs auto_scale_lr = dict(base_batch_size=N) in the '
+                             'config: N, the total batch size its learning rate was set for')
+    cfg.auto_scale_lr.enable = True
 
 
 def build_runner(cfg: Config) -> Runner:
-    """The config's ``runner_type``, by default :class:`~mmrmt.engine.OwnWorkDirRunner` (one run a
-    work dir, its own ``ResumeRNGHook``; mmrmt's configs name it in ``configs/_base_/mmrmt_runtime.py``).
-
-    A distributed run without CUDA joins its gloo process group here (from
-    torchrun's environment variables) before the runner is built.
-    """
+    """The config's ``runner_type`` (by default :class:`~mmrmt.engine.OwnWorkDirRunner`), after joining the
+    gloo process group of a distributed CPU run (mmengine's setup assumes a GPU per process)."""
     if (cfg.get('launcher') == 'pytorch' and not torch.cuda.is_available()
             and not dist.is_initialized()):
         dist.init_process_group(backend=cfg.env_cfg.dist_cfg.backend)
@@ -86,12 +105,8 @@ def build_runner(cfg: Config) -> Runner:
 
 
 def parse_launch_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
-    """Add the options train.py and test.py share, parse, and export ``LOCAL_RANK``.
-
-    The shared options: ``--cfg-options``, ``--allow-partial-load``,
-    ``--launcher`` and ``--local_rank`` (for launchers that pass it instead
-    of setting ``LOCAL_RANK``).
-    """
+    """Add the options train.py and test.py share (``--cfg-options``, ``--allow-partial-load``,
+    ``--launcher``, ``--local_rank``), parse, and export ``LOCAL_RANK``."""
     add_cfg_options(parser)
     parser.add_argument(
         '--allow-partial-load', action='store_true',
@@ -107,13 +122,8 @@ def parse_launch_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
 
 
 def run_phase(runner: Runner, phase: str) -> Any:
-    """``runner.train()`` or ``runner.test()`` ('train' / 'test'), start to finish.
-
-    Afterwards the process leaves its distributed group, if any, once every
-    process is done: left open, gloo's threads are still running at
-    interpreter exit and a process of a finished run can abort ('terminate
-    called without an active exception').
-    """
+    """``runner.train()`` or ``runner.test()``, then leave the distributed group, if any, once every process
+    is done (gloo's threads left running at exit can abort a finished run's process)."""
     result = getattr(runner, phase)()
     if dist.is_available() and dist.is_initialized():
         dist.barrier()

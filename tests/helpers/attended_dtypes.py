@@ -1,8 +1,8 @@
 """The dtypes bf16 attention can be forced to compute in here, for tests that run both paths."""
 import torch
 
+from mmrmt.amp import half_precision_kernel_runs
 from mmrmt.cpu_features import cpu_features
-from mmrmt.models.layers.fused_attention import half_precision_kernel_runs
 
 #: bfloat16 where torch's fused CPU attention runs it under the kernel set in force (not on AMX tiles
 #: below AVX-512 kernels, where it raises and the product never calls it), and float32.

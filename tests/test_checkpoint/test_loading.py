@@ -4,7 +4,7 @@ import pickle
 import pytest
 import torch
 
-from mmrmt.checkpoint import checkpoint_file_problem, one_line_reason, read_checkpoint
+from mmrmt.checkpoint import CheckpointRefusedError, checkpoint_file_problem, one_line_reason, read_checkpoint
 
 
 @pytest.mark.parametrize('error,expected', [
@@ -44,9 +44,9 @@ def test_file_problems(tmp_path):
 def test_refused_object_is_named_on_one_line(tmp_path):
     path = tmp_path / 'pickled_function.pth'
     torch.save({'w': torch.ones(1), 'hook': print}, path)
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(CheckpointRefusedError) as error:
         read_checkpoint(str(path))
     message = str(error.value)
-    assert message.startswith(f'{path} is not a readable PyTorch checkpoint: UnpicklingError: '
+    assert message.startswith(f'checkpoint {path} holds Python objects besides weights (UnpicklingError: '
                               'Unsupported global: GLOBAL print was not an allowed global')
     assert '\n' not in message and '\x1b' not in message

@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch import nn
 
-from mmrmt.checkpoint import load_model_weights
+from mmrmt.checkpoint import CheckpointRefusedError, load_model_weights
 
 
 class Head(nn.Module):
@@ -60,7 +60,7 @@ def test_what_does_not_fit_is_one_line_and_the_model_is_untouched(tmp_path):
 def test_files_are_read_weights_only(tmp_path):
     path = tmp_path / 'code.pth'
     torch.save(dict(state_dict=Head().state_dict(), hook=print), path)
-    with pytest.raises(ValueError, match=r'is not a readable PyTorch checkpoint: UnpicklingError: .*GLOBAL print'):
+    with pytest.raises(CheckpointRefusedError, match=r'holds Python objects besides weights \(.*GLOBAL print'):
         load_model_weights(Head(), str(path))
     with pytest.raises(FileNotFoundError, match='checkpoint not found'):
         load_model_weights(Head(), str(tmp_path / 'missing.pth'))

@@ -191,6 +191,7 @@ def test_mmdet_test_script_refuses_an_empty_checkpoint_before_the_work_dir(demo_
     result = run_script(script, [DET_CONFIG, checkpoint, '--work-dir', tmp_path / 'work', '--cfg-options',
                                  *det_data_options(demo_root)])
     assert result.returncode == 1, result.stderr[-3000:]
-    expected = f'error: load_from {checkpoint}: the file is empty (0 bytes); give the path of a checkpoint file'
+    expected = (f'error: load_from {checkpoint} is not a readable PyTorch checkpoint: the file is empty (0 bytes); '
+                'give the path of a checkpoint file')
     assert result.stderr.strip().splitlines()[-1] == expected
     assert not (tmp_path / 'work').exists()

@@ -5,8 +5,10 @@ import re
 import runpy
 import sys
 
+import pytest
 import torch
 
+from mmrmt.benchmark import models
 from mmrmt.cpu_features import CPUFeatures
 from tool_process import REPO, check_ok, exit_message, run_tool
 
@@ -49,6 +51,73 @@ def test_impls_are_each_compiled_against_the_first_ones_eager_run(monkeypatch, c
     assert lines[-1].endswith('x eager fast (median of 1)')
 
 
+def test_each_amp_is_a_row_pair_against_eager_float32(monkeypatch, capsys):
+    """--amp none bf16: eager and compiled in float32 and in bf16 autocast, each ratio to eager float32."""
+    amx = CPUFeatures('Intel(R) Xeon(R) Platinum 8480+', frozenset({'avx512f', 'avx512_bf16', 'amx_bf16'}))
+    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: amx)
+    autocast_dtypes = []
+
+    def record(model, **kwargs):
+        def run(images):
+            autocast_dtypes.append(torch.get_autocast_dtype('cpu') if torch.is_autocast_enabled('cpu') else None)
+            return model(images)
+        return run
+
+    monkeypatch.setattr(torch, 'compile', record)
+    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1',
+                                      '--amp', 'none', 'bf16'])
+    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
+    lines = capsys.readouterr().out.splitlines()
+    assert ', amp none bf16, ' in lines[0]
+    assert [line.split(' s, ')[0].rsplit(' ', 1)[0] for line in lines[-4:]] == [
+        'eager none', 'compiled none', 'eager bf16', 'compiled bf16']
+    assert all(line.endswith('x eager none (median of 1)') for line in lines[-3:])
+    assert set(autocast_dtypes) == {None, torch.bfloat16}
+
+
+def test_bf32_is_an_eager_row_with_onednn_in_bf16(monkeypatch, capsys):
+    """--amp none bf32: eager and compiled float32, and eager BF32 (no compiled row: Inductor's cache does
+    not key on the setting), the forward run with oneDNN's float32 GEMMs in bf16."""
+    amx = CPUFeatures('Intel(R) Xeon(R) Platinum 8480+', frozenset({'avx512f', 'avx512_bf16', 'amx_bf16'}))
+    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: amx)
+    seen = []
+    monkeypatch.setattr(torch, 'compile', lambda model, **kwargs: model)
+    build = models.build_backbone
+
+    def recording_build(*args):
+        model = build(*args)
+        model.register_forward_pre_hook(lambda *_: seen.append(torch.backends.mkldnn.matmul.fp32_precision))
+        return model
+
+    monkeypatch.setattr(models, 'build_backbone', recording_build)
+    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1',
+                                      '--amp', 'none', 'bf32'])
+    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(' s, ')[0].rsplit(' ', 1)[0] for line in lines[-3:]] == [
+        'eager none', 'compiled none', 'eager bf32']
+    assert 'bf16' in seen and torch.backends.mkldnn.matmul.fp32_precision != 'bf16'
+
+
+def test_profile_prints_each_runs_top_operators(monkeypatch, capsys):
+    """--profile 4: after the timing, a profiler table of each run, Inductor's kernels named (its option)."""
+    options = []
+
+    def record(model, **kwargs):
+        options.append(kwargs['options'])
+        return model
+
+    monkeypatch.setattr(torch, 'compile', record)
+    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1',
+                                      '--profile', '4'])
+    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
+    out = capsys.readouterr().out
+    assert options == [{'cpp.enable_kernel_profile': True}]
+    for name in ('eager', 'compiled'):
+        table = out.split(f'## {name}: one iteration under torch.profiler\n')[1]
+        assert 'Self CPU' in table.splitlines()[1] and 'aten::' in table
+
+
 def test_options_reach_torch_compile(monkeypatch, capsys):
     calls = []
 
@@ -71,3 +140,13 @@ def test_bf16_is_refused_on_a_cpu_without_native_bf16(monkeypatch, capsys):
     message = exit_message(TOOL, ['--backbone', 'rmt-t', '--amp', 'bf16'], monkeypatch, capsys)
     assert message.startswith('error: --amp on the CPU: this CPU (AMD Ryzen 9 5950X 16-Core Processor) has no '
                               'AVX-512 BF16 or AMX')
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--backbone', 'rmt-t', '--profile', '-1'],
+     '--batch and --repeats must be at least 1, --shape at least 32 32, --profile at least 0'),
+])
+def test_bad_arguments_are_one_line_before_any_model(args, message, monkeypatch, capsys):
+    """(The backbone, --threads, --options and --shape checks are mmrmt.benchmark's: tests/test_benchmark; an
+    unknown backbone is a row of test_bad_inputs_probe.py.)"""
+    assert exit_message(TOOL, args, monkeypatch, capsys) == f'error: {message}'

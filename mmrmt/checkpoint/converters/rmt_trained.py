@@ -1,40 +1,14 @@
-"""The RMT authors' trained detectors and segmentors, in mmdet 3.x / mmseg 1.x keys.
+"""The RMT authors' trained detectors and segmentors (their copies of mmdet 2.11 and mmseg 0.13, saved as mmcv 1.x
+checkpoints) in mmdet 3.x / mmseg 1.x keys.
 
-The authors trained RetinaNet, Mask R-CNN and Cascade Mask R-CNN with their
-copy of mmdet 2.11 and UperNet / Semantic FPN with their copy of mmseg 0.13
-(``detect/`` and ``segmentation/`` of github.com/qhfan/RMT), and saved them
-as mmcv 1.x checkpoints: ``{'meta', 'state_dict', 'optimizer'[, 'amp']}``.
-Reading those module definitions (identical in mmdet 2.28 / mmseg 0.30)
-beside mmdet 3.3 / mmseg 1.2:
-
-* every module these models use kept its attribute names, so the weights keep
-  their keys: FPN ``lateral_convs`` / ``fpn_convs``; ``RPNHead.rpn_conv`` /
-  ``rpn_cls`` / ``rpn_reg`` (one conv); ``Shared2FCBBoxHead`` and the cascade's
-  ``ConvFCBBoxHead`` ``shared_convs`` / ``shared_fcs`` / ``fc_cls`` /
-  ``fc_reg``, one per stage under ``roi_head.bbox_head.<stage>``;
-  ``FCNMaskHead.convs`` / ``upsample`` / ``conv_logits`` (cascade: one per
-  stage); ``RetinaHead.cls_convs`` / ``reg_convs`` / ``retina_cls`` /
-  ``retina_reg``; ``UPerHead.psp_modules.<i>.1`` / ``bottleneck`` /
-  ``lateral_convs`` / ``fpn_convs`` / ``fpn_bottleneck``;
-  ``FPNHead.scale_heads.<level>.<i>`` (the upsampling layers between the
-  convs hold no weights, in both versions at the same indices);
-  ``FCNHead.convs``; ``conv_seg``; mmcv's ``ConvModule`` names its parts
-  ``conv`` and ``bn``;
-* the class conventions did not change: ``fc_cls`` has ``num_classes + 1``
-  outputs with the background last, ``fc_reg`` four per class, sigmoid heads
-  (RPN, RetinaNet) ``num_anchors * num_classes`` with the anchors
-  ratio-major, ``conv_seg`` one per class; COCO's 80 and ADE20K's 150 class
-  names are in the same order in both versions;
-* the RMT backbone has the upstream names in mmrmt, except that the upstream
-  RMT builds an output LayerNorm (``backbone.extra_norms.<i>``) for each of
-  its four stages whichever it emits, mmrmt's only for its ``out_indices``.
-  RetinaNet feeds stages 2-4 to its FPN, so the trained file's
-  ``extra_norms.0`` never took part in a forward pass: it is dropped.
-
-So Mask R-CNN, Cascade Mask R-CNN, UperNet and Semantic FPN files load as
-they are, RetinaNet files after the drop. :func:`convert_upstream_trained`
-accounts for every key all the same: a key of no module above is an error,
-as is a key or shape the target model does not have, or a key it lacks.
+Every module these models use kept its attribute names in mmdet 3.3 / mmseg 1.2 (FPN, RPN, the box and mask
+heads of one or three stages, RetinaNet's, UPerHead's, FPNHead's and FCNHead's convs, mmcv's ``ConvModule``
+``conv`` and ``bn``) and its class conventions (background last in ``fc_cls``, anchors ratio-major, COCO's and
+ADE20K's class order), so the weights keep their keys. The one difference: the upstream RMT builds an output
+LayerNorm (``backbone.extra_norms.<i>``) for all four stages, mmrmt only for its ``out_indices``; RetinaNet's
+stage-1 norm never took part in a forward pass and is dropped. :func:`convert_upstream_trained` accounts for
+every key all the same (:data:`UPSTREAM_HEAD_LAYOUT`): one of no module, or that the target lacks or has in
+another shape, is an error.
 """
 import re
 from typing import Dict, Mapping, NamedTuple, Optional, Sequence
@@ -68,19 +42,14 @@ _CLASS_LAYERS = ('fc_cls', 'conv_logits', 'retina_cls', 'conv_seg')
 
 
 class Conversion(NamedTuple):
-    """What :func:`convert_upstream_trained` made of a file.
-
-    Args:
-        state_dict (dict): The weights under the target model's keys.
-        dropped (dict): Each dropped key of the file and why.
-    """
+    """What :func:`convert_upstream_trained` made of a file: the weights under the target's keys, and each
+    dropped key of the file with why."""
     state_dict: StateDict
     dropped: Dict[str, str]
 
 
 def upstream_module(key: str) -> Optional[str]:
-    """The upstream module (a name of :data:`UPSTREAM_HEAD_LAYOUT`, or
-    'RMT backbone') that holds ``key``, or None if none does."""
+    """The upstream module (a name of :data:`UPSTREAM_HEAD_LAYOUT`, or 'RMT backbone') holding ``key``, or None."""
     if key.startswith(BACKBONE_PREFIX):
         return 'RMT backbone'
     for name, pattern in UPSTREAM_HEAD_LAYOUT.items():
@@ -112,19 +81,12 @@ def convert_upstream_trained(state_dict: StateDict, model_specs: Mapping[str, Te
     """Bring an upstream mmdet 2.x / mmseg 0.x RMT model to the target's keys.
 
     Args:
-        state_dict (dict): The file's weights (unwrapped from ``state_dict``).
-        model_specs (Mapping[str, TensorSpec]): Key -> shape and dtype of
-            the target model's state dict (mmdet 3.x detector or mmseg 1.x segmentor).
+        state_dict (dict): The file's weights.
+        model_specs (Mapping[str, TensorSpec]): The target model's (mmdet 3.x detector or mmseg 1.x segmentor).
         emitted_stages (Sequence[int]): The target backbone's ``out_indices``.
 
-    Returns:
-        Conversion: The weights, covering every key of the target exactly,
-        and the dropped keys with the reason for each.
-
     Raises:
-        ValueError: A key belongs to no upstream module; or the file does not
-            fit the target (keys it lacks or has beyond it, shapes that
-            differ: another model, variant or class count).
+        ValueError: A key belongs to no upstream module, or the file does not fit the target.
     """
     unknown = [key for key in state_dict if upstream_module(key) is None]
     if unknown:
@@ -141,12 +103,8 @@ def convert_upstream_trained(state_dict: StateDict, model_specs: Mapping[str, Te
 
 def check_class_names(file_classes: Optional[Sequence[str]],
                       config_classes: Optional[Sequence[str]]) -> None:
-    """Fail when the file's ``meta['CLASSES']`` and the config's dataset
-    classes (when both are known) differ in names or order.
-
-    The class order fixes what each output channel of the classifiers means;
-    a file trained on another order would be evaluated against wrong labels.
-    """
+    """Fail when the file's ``meta['CLASSES']`` and the config's dataset classes (when both are known) differ
+    in names or order (which fixes what each output channel of the classifiers means)."""
     if not file_classes or not config_classes or tuple(file_classes) == tuple(config_classes):
         return
     differ = next((i for i, (a, b) in enumerate(zip(file_classes, config_classes)) if a != b),

@@ -1,0 +1,78 @@
+"""mmcv's float32-only CPU kernels, and the box decoding before them, in float32 under CPU autocast.
+
+mmcv's ``RoIAlign`` and NMS have CPU kernels for float32 (and float64) only: under
+``torch.autocast('cpu', torch.bfloat16)`` a two-stage detector hands them the
+reduced-precision tensors the layers before computed and dies in the kernel
+(``"ROIAlign_forward" not implemented for 'BFloat16'``); autocast does not cover
+extension ops. Casting the features alone would not do: mmdet's RoI extractors
+cast the RoIs to the features' type, and bfloat16's 8 significant bits round a box
+corner at x = 1000 to a multiple of 4 pixels (box decoding likewise). So an RoI
+extractor given reduced-precision CPU features pools their exact float32 values at
+the float32 RoIs, and every head's ``predict_by_feat`` (decoding, NMS) gets float32
+inputs with autocast off; the layers between keep the autocast precision.
+"""
+import sys
+import types
+from contextlib import contextmanager
+from functools import partial
+from typing import Any, Iterator, Optional, Sequence
+
+import torch
+from torch import nn
+
+REDUCED_PRECISIONS = (torch.bfloat16, torch.float16)
+
+
+def in_float32(value: Any) -> Any:
+    """``value`` with its reduced-precision CPU tensors (also inside lists and tuples) in float32."""
+    if isinstance(value, torch.Tensor) and value.device.type == 'cpu' and value.dtype in REDUCED_PRECISIONS:
+        return value.float()
+    if isinstance(value, (list, tuple)) and not hasattr(value, '_fields'):
+        return type(value)(in_float32(item) for item in value)
+    return value
+
+
+def extract_in_float32(extractor: nn.Module, feats: Sequence[torch.Tensor], rois: torch.Tensor,
+                       roi_scale_factor: Optional[float] = None) -> torch.Tensor:
+    """``extractor(feats, rois, roi_scale_factor)``, in float32 for reduced-precision CPU features."""
+    if feats[0].device.type == 'cpu' and feats[0].dtype in REDUCED_PRECISIONS:
+        feats, rois = tuple(feat.float() for feat in feats), rois.float()
+    return type(extractor).forward(extractor, feats, rois, roi_scale_factor)
+
+
+def predict_in_float32(head: nn.Module, *args, **kwargs) -> Any:
+    """``head.predict_by_feat(*args, **kwargs)`` on float32 inputs with CPU autocast off."""
+    with torch.autocast('cpu', enabled=False):
+        return type(head).predict_by_feat(head, *in_float32(args), **{k: in_float32(v) for k, v in kwargs.items()})
+
+
+@contextmanager
+def float32_roi_pooling(model: nn.Module) -> Iterator[nn.Module]:
+    """Within the block, ``model``'s mmdet RoI extractors pool reduced-precision CPU features in float32."""
+    # a model holding an mmdet RoI extractor has imported its module (a segmentation-only install has none)
+    roi_extractors = sys.modules.get('mmdet.models.roi_heads.roi_extractors')
+    extractors = [] if roi_extractors is None else [
+        module for module in model.modules() if isinstance(module, roi_extractors.BaseRoIExtractor)]
+    for extractor in extractors:
+        extractor.forward = partial(extract_in_float32, extractor)
+    try:
+        yield model
+    finally:
+        for extractor in extractors:
+            del extractor.forward
+
+
+@contextmanager
+def float32_cpu_kernels(model: nn.Module) -> Iterator[nn.Module]:
+    """Within the block, ``model``'s RoI pooling and its heads' post-processing (each submodule whose class has
+    a ``predict_by_feat``: mmdet's dense, bbox and mask heads, mmseg's decode heads) run in float32 under CPU
+    autocast."""
+    heads = [module for module in model.modules() if callable(getattr(type(module), 'predict_by_feat', None))]
+    for head in heads:
+        head.predict_by_feat = types.MethodType(predict_in_float32, head)
+    try:
+        with float32_roi_pooling(model):
+            yield model
+    finally:
+        for head in heads:
+            del head.predict_by_feat
