@@ -279,7 +279,7 @@ def bounded_inputs() -> List[Row]:
          '--out must name a .pkl file for detection, got p.json'),
         ('deployment/test_onnx.py', ['{det}', '{onnx_two_stage_masks}', '--precision', 'bf16', '--work-dir',
                                      'work'],
-         "--precision bf16 runs in OpenVINO only (onnxruntime's CPU kernels are float32): add --runtime openvino"),
+         "bf16 runs in OpenVINO only (onnxruntime's CPU kernels are float32): add --runtime openvino"),
         ('deployment/quantize_onnx.py', ['{onnx_whole}', '--config', '{det}', '--out', 'int8.onnx', '--images', 'none'],
          '--images folder not found: none'),
         ('deployment/quantize_onnx.py', ['{onnx_whole}', '--config', '{det}', '--out', 'int8.onnx', '--count', '0'],
