@@ -43,18 +43,19 @@ from torch import nn
 
 from .preflight import PreflightError
 
+#: The inference tools' help of ``--compile``.
+COMPILE_HELP = ('torch.compile (Inductor) the backbone and neck for inference, weights frozen (freezing=True); '
+                'compiled code is cached in TORCHINDUCTOR_CACHE_DIR for the next run')
 #: The Inductor options of ``--compile`` for inference, which the user's ``--compile-options`` update.
 INFERENCE_OPTIONS = {'freezing': True}
 
 
-def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--compile`` and ``--compile-options KEY=VALUE ...`` (see this module)."""
-    parser.add_argument('--compile', action='store_true',
-                        help='torch.compile (Inductor) the backbone and neck for inference, weights frozen '
-                        '(freezing=True); compiled code is cached in TORCHINDUCTOR_CACHE_DIR for the next run')
+def add_compile_arguments(parser: argparse.ArgumentParser, compile_help: str = COMPILE_HELP) -> None:
+    """``--compile`` (its help ``compile_help``) and ``--compile-options KEY=VALUE ...`` (see this module)."""
+    parser.add_argument('--compile', action='store_true', help=compile_help)
     parser.add_argument('--compile-options', nargs='+', default=[], metavar='KEY=VALUE',
                         help="with --compile: Inductor options of torch.compile(options=...), e.g. "
-                        "'max_autotune=True' (over freezing=True)")
+                        "'max_autotune=True' (over freezing=True for inference)")
 
 
 def check_compile(compile: bool, pairs: List[str], device_type: str) -> Optional[Dict[str, Any]]:

@@ -4,6 +4,7 @@ compiled seconds, as a user runs it; --amp bf16 refused in one line on a CPU wit
 import re
 import runpy
 import sys
+from typing import List
 
 import torch
 
@@ -12,6 +13,7 @@ from mmrmt.cpu_features import CPUFeatures
 from tool_process import REPO, check_ok, exit_message, run_tool
 
 TOOL = 'analysis_tools/compile_report.py'
+AMX = CPUFeatures('Intel(R) Xeon(R) Platinum 8480+', frozenset({'avx512f', 'avx512_bf16', 'amx_bf16'}))
 
 
 def test_report_of_a_small_backbone():
@@ -50,10 +52,22 @@ def test_impls_are_each_compiled_against_the_first_ones_eager_run(monkeypatch, c
     assert lines[-1].endswith('x eager fast (median of 1)')
 
 
+def report_lines(monkeypatch, capsys, *args: str) -> List[str]:
+    """What the tool prints, run in this process on a 32x32 ResT-Lite once with ``args``."""
+    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1',
+                                      *args])
+    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
+    return capsys.readouterr().out.splitlines()
+
+
+def row_names(lines: List[str], count: int) -> List[str]:
+    """The names of the last ``count`` timing rows."""
+    return [line.split(' s, ')[0].rsplit(' ', 1)[0] for line in lines[-count:]]
+
+
 def test_each_amp_is_a_row_pair_against_eager_float32(monkeypatch, capsys):
     """--amp none bf16: eager and compiled in float32 and in bf16 autocast, each ratio to eager float32."""
-    amx = CPUFeatures('Intel(R) Xeon(R) Platinum 8480+', frozenset({'avx512f', 'avx512_bf16', 'amx_bf16'}))
-    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: amx)
+    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: AMX)
     autocast_dtypes = []
 
     def record(model, **kwargs):
@@ -63,13 +77,9 @@ def test_each_amp_is_a_row_pair_against_eager_float32(monkeypatch, capsys):
         return run
 
     monkeypatch.setattr(torch, 'compile', record)
-    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1',
-                                      '--amp', 'none', 'bf16'])
-    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
-    lines = capsys.readouterr().out.splitlines()
+    lines = report_lines(monkeypatch, capsys, '--amp', 'none', 'bf16')
     assert ', amp none bf16, ' in lines[0]
-    assert [line.split(' s, ')[0].rsplit(' ', 1)[0] for line in lines[-4:]] == [
-        'eager none', 'compiled none', 'eager bf16', 'compiled bf16']
+    assert row_names(lines, 4) == ['eager none', 'compiled none', 'eager bf16', 'compiled bf16']
     assert all(line.endswith('x eager none (median of 1)') for line in lines[-3:])
     assert set(autocast_dtypes) == {None, torch.bfloat16}
 
@@ -77,8 +87,7 @@ def test_each_amp_is_a_row_pair_against_eager_float32(monkeypatch, capsys):
 def test_bf32_is_an_eager_row_with_onednn_in_bf16(monkeypatch, capsys):
     """--amp none bf32: eager and compiled float32, and eager BF32 (no compiled row: Inductor's cache does
     not key on the setting), the forward run with oneDNN's float32 GEMMs in bf16."""
-    amx = CPUFeatures('Intel(R) Xeon(R) Platinum 8480+', frozenset({'avx512f', 'avx512_bf16', 'amx_bf16'}))
-    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: amx)
+    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: AMX)
     seen = []
     monkeypatch.setattr(torch, 'compile', lambda model, **kwargs: model)
     build = models.build_backbone
@@ -89,12 +98,8 @@ def test_bf32_is_an_eager_row_with_onednn_in_bf16(monkeypatch, capsys):
         return model
 
     monkeypatch.setattr(models, 'build_backbone', recording_build)
-    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1',
-                                      '--amp', 'none', 'bf32'])
-    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
-    lines = capsys.readouterr().out.splitlines()
-    assert [line.split(' s, ')[0].rsplit(' ', 1)[0] for line in lines[-3:]] == [
-        'eager none', 'compiled none', 'eager bf32']
+    lines = report_lines(monkeypatch, capsys, '--amp', 'none', 'bf32')
+    assert row_names(lines, 3) == ['eager none', 'compiled none', 'eager bf32']
     assert 'bf16' in seen and torch.backends.mkldnn.matmul.fp32_precision != 'bf16'
 
 
@@ -107,10 +112,7 @@ def test_profile_prints_each_runs_top_operators(monkeypatch, capsys):
         return model
 
     monkeypatch.setattr(torch, 'compile', record)
-    monkeypatch.setattr(sys, 'argv', [TOOL, '--backbone', 'rest-lite', '--shape', '32', '32', '--repeats', '1',
-                                      '--profile', '4'])
-    runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
-    out = capsys.readouterr().out
+    out = '\n'.join(report_lines(monkeypatch, capsys, '--profile', '4'))
     assert options == [{'cpp.enable_kernel_profile': True}]
     for name in ('eager', 'compiled'):
         table = out.split(f'## {name}: one iteration under torch.profiler\n')[1]

@@ -47,6 +47,7 @@ from mmrmt.benchmark import (backbone_graphs, check_args, check_onnx_inputs, for
 from mmrmt.benchmark.compile_options import format_compile_options
 from mmrmt.deployment.runtime import PRECISIONS, RUNTIMES, cpu_features
 from mmrmt.utils import run_main
+from mmrmt.utils.compiled_inference import add_compile_arguments
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -76,12 +77,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--precision', nargs='+', choices=PRECISIONS, default=['f32'],
                         help="with --onnx: f32 and/or bf16, torch's autocast and OpenVINO's inference "
                              'precision (bf16: CPUs with AVX-512 BF16 or AMX; onnxruntime runs f32 only)')
-    parser.add_argument('--compile', action='store_true',
-                        help='also time each torch row compiled by torch.compile (Inductor): the backbone and '
-                        'neck, weights frozen for infer')
-    parser.add_argument('--compile-options', nargs='+', default=[], metavar='KEY=VALUE',
-                        help="with --compile: Inductor options of torch.compile(options=...), e.g. "
-                        "'max_autotune=True' (for infer over freezing=True)")
+    add_compile_arguments(parser, 'also time each torch row compiled by torch.compile (Inductor): the backbone '
+                          'and neck, weights frozen for infer')
     parser.add_argument('--upstream-repo', metavar='PATH', help="with --backbone rest-ARCH: also run the "
                         "authors' ResT from this clone of github.com/wofmanaf/ResT, same weights")
     args = parser.parse_args(argv)
