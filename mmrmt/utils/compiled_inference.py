@@ -37,10 +37,12 @@ each new size and run eagerly after the limit; all-symbolic ones (``dynamic=True
 fixed sizes' code where every input has one size (the benchmark, a test set of one size).
 """
 import argparse
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
+from mmengine.config import DictAction
 from torch import nn
 
+from mmrmt.engine.inductor_options import inductor_option_problem
 from .preflight import PreflightError
 
 #: The inference tools' help of ``--compile``.
@@ -48,6 +50,39 @@ COMPILE_HELP = ('torch.compile (Inductor) the backbone and neck for inference, w
                 'compiled code is cached in TORCHINDUCTOR_CACHE_DIR for the next run')
 #: The Inductor options of ``--compile`` for inference, which the user's ``--compile-options`` update.
 INFERENCE_OPTIONS = {'freezing': True}
+
+
+def parse_compile_options(pairs: Sequence[str], flag: str = '--options') -> Dict[str, Any]:
+    """The Inductor options that ``KEY=VALUE`` ``pairs`` name, checked.
+
+    Args:
+        pairs (Sequence[str]): The options as given, e.g. ``['freezing=True']`` (values read as mmengine's
+            ``DictAction`` reads a scalar; nothing is evaluated).
+        flag (str): The option that gave them, in messages (``--compile-options`` in the tools' ``--compile``).
+
+    Returns:
+        dict: Option name (underscores) to value, for ``torch.compile(options=...)``.
+
+    Raises:
+        PreflightError: A pair without ``=``, an option Inductor does not have, or a value of another type.
+    """
+    options = {}
+    for pair in pairs:
+        key, equals, text = pair.partition('=')
+        name = key.strip().replace('-', '_')
+        if not equals or not name:
+            raise PreflightError(f'{flag} {pair}: give KEY=VALUE, e.g. freezing=True')
+        value = DictAction._parse_int_float_bool(text.strip().strip('\'"'))
+        problem = inductor_option_problem(name, value)
+        if problem is not None:
+            raise PreflightError(f'{flag} {pair}: {problem}')
+        options[name] = value
+    return options
+
+
+def format_compile_options(options: Dict[str, Any]) -> str:
+    """``options`` as the report's header gives them: 'freezing=True layout_optimization=False'."""
+    return ' '.join(f'{name}={value}' for name, value in options.items())
 
 
 def add_compile_arguments(parser: argparse.ArgumentParser, compile_help: str = COMPILE_HELP) -> None:
@@ -73,8 +108,6 @@ def check_compile(compile: bool, pairs: List[str], device_type: str) -> Optional
         PreflightError: ``--compile-options`` without ``--compile``, an option Inductor does not have (naming
             the nearest) or of another type, or no compiler for Inductor's code on ``device_type``.
     """
-    from mmrmt.benchmark.compile_options import parse_compile_options
-
     if not compile:
         if pairs:
             raise PreflightError('--compile-options set the options of --compile: add --compile')

@@ -44,10 +44,9 @@ import torch
 
 from mmrmt.benchmark import (backbone_graphs, check_args, check_onnx_inputs, format_table, graph_batches,
                              save_upstream_weights, time_contenders)
-from mmrmt.benchmark.compile_options import format_compile_options
 from mmrmt.deployment.runtime import PRECISIONS, RUNTIMES, cpu_features
 from mmrmt.utils import run_main
-from mmrmt.utils.compiled_inference import add_compile_arguments
+from mmrmt.utils.compiled_inference import add_compile_arguments, format_compile_options
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

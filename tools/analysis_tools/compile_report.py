@@ -37,11 +37,11 @@ import torch
 
 from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.benchmark.checks import check_backbone, check_threads
-from mmrmt.benchmark.compile_options import format_compile_options, parse_compile_options
 from mmrmt.benchmark.memory import peak_baseline, peak_now
 from mmrmt.benchmark.models import build_backbone
 from mmrmt.utils import PreflightError, check_input_size, run_main
 from mmrmt.utils.amp import amp_dtype
+from mmrmt.utils.compiled_inference import format_compile_options, parse_compile_options
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

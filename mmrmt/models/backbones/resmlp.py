@@ -37,11 +37,11 @@ def ceil_div(size: int, step: int) -> int:
 
 
 def crop(x: torch.Tensor, dim: int, start: int, length: int) -> torch.Tensor:
-    """``x.narrow(dim, start, length)``; while ``torch.export`` records (:func:`.run_mode.torch_exports`), a new
+    """``x.narrow(dim, start, length)``; while a graph is recorded (:func:`.run_mode.records_graph`), a new
     tensor of those elements (``index_select``). A view is contiguous where nothing is cut off and strided
-    where padding is, and whichever layout the traced size gives, ``torch.export`` keeps as a condition on the
+    where padding is, and a recorder that specialises on layouts keeps the traced size's as a condition on the
     input size: its program then refuses every size that pads otherwise ("Guard failed")."""
-    if run_mode.torch_exports():
+    if run_mode.records_graph():
         return x.index_select(dim, torch.arange(start, start + length, device=x.device))
     return x.narrow(dim, start, length)
 

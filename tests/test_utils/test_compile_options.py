@@ -3,8 +3,8 @@ judged by torch's Inductor, each bad one a line naming it."""
 import pytest
 import torch
 
-from mmrmt.benchmark.compile_options import format_compile_options, parse_compile_options
 from mmrmt.utils import PreflightError
+from mmrmt.utils.compiled_inference import format_compile_options, parse_compile_options
 
 
 def test_options_are_read_as_scalars_and_given_back_with_underscores():
