@@ -70,7 +70,7 @@ def tensor_mode_worker(args: argparse.Namespace, impl: Optional[str], precision:
 
     def tensor_mode() -> List[torch.Tensor]:
         with torch.no_grad(), autocast:
-            return [output.float() for output in model(*inputs)]
+            return list(model(*inputs))
 
     # bf16 autocast on the CPU: mmcv's RoIAlign has no bf16 kernel
     with float32_roi_pooling(model):
@@ -113,7 +113,7 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
                 if samples:
                     model(inputs, samples, mode='predict')
                 else:
-                    outputs = [feature.float() for feature in forward(inputs)]
+                    outputs = list(forward(inputs))
         else:
             with amp:
                 if samples:
@@ -138,8 +138,8 @@ def worker(args: argparse.Namespace, contender: Contender, mode: str, conn) -> N
 
 def serve(conn, iteration: Callable[[], Optional[list]], device: str, ready: str = 'ready') -> None:
     """Report ``ready``, time one ``iteration()`` per 'step', then send the peak memory added, the
-    process's peak resident set and the last iteration's outputs (numpy arrays; None for iterations
-    that return none)."""
+    process's peak resident set and the last iteration's outputs (float32 numpy arrays, converted here,
+    outside the timed iterations; None for iterations that return none)."""
     build_peak = proc_status_kb('VmHWM') * 1024  # imports and the build (a runtime's graph optimisation, a compile)
     baseline = peak_baseline(device)
     conn.send(ready)
@@ -150,7 +150,7 @@ def serve(conn, iteration: Callable[[], Optional[list]], device: str, ready: str
         conn.send(time.perf_counter() - start)
     peak = peak_now(device) - baseline
     process_peak = max(build_peak, proc_status_kb('VmHWM') * 1024)
-    arrays = None if outputs is None else [output.numpy() if isinstance(output, torch.Tensor) else output
+    arrays = None if outputs is None else [output.float().numpy() if isinstance(output, torch.Tensor) else output
                                            for output in outputs]
     conn.send((peak, process_peak, arrays))
 
