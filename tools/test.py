@@ -39,16 +39,18 @@ from contextlib import nullcontext
 
 import torch
 from mmengine.config import Config
+from mmengine.runner.checkpoint import load_state_dict
 
 from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.engine import work_dir_claim
-from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
-                         check_not_an_input, check_run_checkpoint, check_writable, config_model_specs,
-                         dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase, use_test_time_aug)
+from mmrmt.utils import (PreflightError, build_cpu_model, build_runner, check_dataloader_paths, check_evaluator_files,
+                         check_not_an_input, check_run_checkpoint, check_writable, dataloader_inputs, load_run_config,
+                         parse_launch_args, run_main, run_phase, use_test_time_aug)
 from mmrmt.utils.amp import add_amp_argument, check_amp
 from mmrmt.utils.compiled_inference import add_compile_arguments, check_compile, compile_features
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
                                         is_detection, prediction_out_claimed)
+from mmrmt.utils.run_checkpoint import model_specs
 
 
 def parse_args() -> argparse.Namespace:
@@ -109,15 +111,18 @@ def main() -> None:
     if args.show_dir:
         check_writable(args.show_dir, '--show-dir', is_dir=True)
         check_not_an_input(args.show_dir, '--show-dir', inputs)
-    check_run_checkpoint(cfg, config_model_specs(cfg), args.checkpoint, 'checkpoint',
-                         allow_partial=args.allow_partial_load)
+    model = build_cpu_model(cfg)  # the one build, and the checkpoint's one read
+    weights = check_run_checkpoint(cfg, model_specs(model), args.checkpoint, 'checkpoint',
+                                   allow_partial=args.allow_partial_load)
     check_dataloader_paths(cfg, ['test_dataloader'])
     check_evaluator_files(cfg, ['test_evaluator'])
     if args.show or args.show_dir:
         enable_visualization(cfg, args)
     cfg.load_from = args.checkpoint
+    if weights is not None:  # mmengine's load: a partial load logs what it leaves out
+        load_state_dict(model, weights, logger='current')
     with prediction_out_claimed(cfg, args.out):
-        runner = build_runner(cfg)
+        runner = build_runner(cfg, model if weights is not None else None)  # None: a path the runner reads
         compiled = compile_features(runner.model, compile_options) if compile_options is not None else None
         add_prediction_dump(runner, cfg, args.out, args.force)
         with bf32_gemms() if args.amp == 'bf32' else nullcontext():
