@@ -38,19 +38,19 @@ import os.path as osp
 from contextlib import nullcontext
 
 import torch
-from mmengine.config import Config
+from mmengine.config import Config, ConfigDict
 from mmengine.runner.checkpoint import load_state_dict
 
 from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.engine import work_dir_claim
 from mmrmt.utils import (PreflightError, build_cpu_model, build_runner, check_dataloader_paths, check_evaluator_files,
                          check_not_an_input, check_run_checkpoint, check_writable, dataloader_inputs, load_run_config,
-                         parse_launch_args, run_main, run_phase, use_test_time_aug)
+                         model_specs, parse_launch_args, run_main, run_phase)
 from mmrmt.utils.amp import add_amp_argument, check_amp
 from mmrmt.utils.compiled_inference import add_compile_arguments, check_compile, compile_features
+from mmrmt.utils.output_guard import leaf_datasets
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
                                         is_detection, prediction_out_claimed)
-from mmrmt.utils.run_checkpoint import model_specs
 
 
 def parse_args() -> argparse.Namespace:
@@ -83,6 +83,17 @@ def enable_visualization(cfg: Config, args: argparse.Namespace) -> None:
     elif args.show_dir:
         hook.interval = 1
         cfg.visualizer.save_dir = args.show_dir
+
+
+def use_test_time_aug(cfg: Config) -> None:
+    """``--tta``, as mmdet's and mmseg's: wrap ``cfg.model`` in ``cfg.tta_model``, test on ``cfg.tta_pipeline``."""
+    missing = [key for key in ('tta_model', 'tta_pipeline') if not cfg.get(key)]
+    if missing:
+        raise PreflightError(f'--tta needs {" and ".join(missing)} in the config (as in '
+                             f'configs/_base_/datasets/coco_tta.py or mmseg\'s ade20k.py)')
+    cfg.model = ConfigDict(**cfg.tta_model, module=cfg.model)
+    for dataset in leaf_datasets(cfg.test_dataloader.dataset):
+        dataset.pipeline = cfg.tta_pipeline
 
 
 def use_amp(cfg: Config) -> None:

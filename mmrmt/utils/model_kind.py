@@ -1,9 +1,8 @@
-"""The one reader of a model's kind, and the checks that a graph, a model config and an mmdeploy deploy config
-describe the same kind before anything is built (a graph evaluated or timed with a config of another kind would
+"""The one reader of a model's kind, and the check that a graph and a model config describe the same kind
+before anything is built (a graph evaluated or timed with a config of another kind would
 fail late, or be reported as the model it is not). pytorch2onnx.py names a model's ports by its kind
 (:mod:`mmrmt.deployment.export.tensor_mode`); a graph with other ports (another exporter's) is not evaluated as
 a config's model: its outputs would be fed to the model's heads."""
-import os.path as osp
 from typing import Any, List, Mapping, Optional, Tuple
 
 from mmengine.config import Config
@@ -82,20 +81,3 @@ def check_graph_fits_config(path: str, cfg: Config, config: str) -> None:
         raise PreflightError(f'{path} is the graph of a {graph}, but {config} describes a '
                              f'{KIND_NAMES[config_kind]} ({cfg.model.get("type")}): give the config the graph was '
                              "exported from, or export this config's model with tools/deployment/pytorch2onnx.py")
-
-
-def check_deploy_config_fits(deploy_cfg: Config, deploy_config: str, model_cfg: Config, model_config: str) -> None:
-    """Fail if an mmdet deploy config's outputs lack the masks of a model with a mask head, or the reverse
-    (one line naming the deploy config that fits: ``detection_`` and ``instance-seg_`` swapped, if it exists)."""
-    model_masks = config_model_kind(model_cfg) == 'two_stage+masks'
-    outputs = deploy_cfg.onnx_config.get('output_names') or []
-    if deploy_cfg.codebase_config.get('type') != 'mmdet' or model_masks == ('masks' in outputs):
-        return
-    wanted, given = ('instance-seg_', 'detection_') if model_masks else ('detection_', 'instance-seg_')
-    folder, name = osp.split(deploy_config)
-    fitting = osp.join(folder, name.replace(given, wanted, 1))
-    if given not in name or not osp.isfile(fitting):
-        fitting = f'configs/deploy/{wanted}onnxruntime_*.py'
-    raise PreflightError(f'{deploy_config} converts detectors {"without" if model_masks else "with"} masks '
-                         f'(outputs {", ".join(outputs)}), but {model_config} ({model_cfg.model.get("type")}) has '
-                         f'{"a" if model_masks else "no"} mask head: use {fitting}')

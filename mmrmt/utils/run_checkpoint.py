@@ -1,9 +1,8 @@
 """What our train.py and test.py add, before the run, to the runner's checkpoint gate: a ``--resume`` file is a
 training checkpoint whose ``meta['config']`` is plain data, and the config's model finds each of its weights in
 the file, with the same shape and kind of number, and nothing more, unless ``--allow-partial-load``."""
-import logging
 import os.path as osp
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional
 
 from mmengine.config import Config
 from mmengine.logging import print_log
@@ -12,28 +11,8 @@ from torch import nn
 
 from mmrmt.checkpoint import (StateDict, TensorSpec, cast_note, extract_state_dict, fit_problems, is_remote, is_url,
                               kind_problem, read_checkpoint, resumed_config, specs)
-from mmrmt.engine.own_checkpoint import ForeignCheckpointError, own_last_checkpoint
 from .model_from_config import build_cpu_model
 from .preflight import PreflightError
-
-
-def latest_checkpoint(work_dir: str, out_dir: Optional[str] = None) -> str:
-    """The checkpoint ``--resume`` without a path continues from (see :func:`~mmrmt.engine.own_last_checkpoint`).
-
-    Raises:
-        PreflightError: No ``last_checkpoint`` (the run would silently start from scratch), or it names
-            another folder's checkpoint, absent from the run's own.
-    """
-    try:
-        checkpoint, moved = own_last_checkpoint(work_dir, out_dir)
-    except ForeignCheckpointError as error:
-        raise PreflightError(str(error)) from error
-    if checkpoint is None:
-        raise PreflightError(f'--resume found no checkpoint to resume from in {work_dir} (no last_checkpoint '
-                             'file); name one with --resume CKPT, or train from scratch without --resume')
-    if moved:
-        print_log(moved, logger='current', level=logging.WARNING)
-    return checkpoint
 
 
 def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[dict]:
@@ -64,24 +43,6 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
             'resume from a file tools/train.py wrote, or start from these weights with '
             f'--cfg-options load_from={path}')
     return checkpoint
-
-
-def pretrained_checkpoints(node: Any, where: str = 'model') -> Iterator[Tuple[str, str]]:
-    """(location, path) of each ``init_cfg=dict(type='Pretrained', checkpoint=...)`` inside a model config."""
-    if isinstance(node, dict):
-        if node.get('type') == 'Pretrained' and isinstance(node.get('checkpoint'), str):
-            yield where, node['checkpoint']
-        for key, value in node.items():
-            yield from pretrained_checkpoints(value, f'{where}.{key}')
-    elif isinstance(node, (list, tuple)):
-        for index, value in enumerate(node):
-            yield from pretrained_checkpoints(value, f'{where}[{index}]')
-
-
-def check_pretrained_checkpoints(cfg: Config) -> None:
-    """Read each local ``Pretrained`` file of the model (every training run loads them) before training."""
-    for where, path in pretrained_checkpoints(cfg.model):
-        read_run_checkpoint(path, f'{where} checkpoint')
 
 
 def model_specs(model: nn.Module) -> Dict[str, TensorSpec]:

@@ -1,6 +1,6 @@
 """What tools/train.py and tools/test.py share: their common options, the config loaded with its overrides and
 adapted to the machine (the work dir default, BN for SyncBN unless distributed on CUDA, gloo and a CPU
-DistributedDataParallel for a distributed CPU run), ``--tta`` and ``--auto-scale-lr``, the runner."""
+DistributedDataParallel for a distributed CPU run), the runner."""
 import argparse
 import copy
 import inspect
@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 import torch.distributed as dist
-from mmengine.config import Config, ConfigDict
+from mmengine.config import Config
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 from torch import nn
@@ -18,7 +18,6 @@ from torch import nn
 from mmrmt.engine import OwnWorkDirRunner
 from .cfg_options import add_cfg_options, apply_cfg_options
 from .config_file import read_config
-from .output_guard import leaf_datasets
 from .preflight import PreflightError
 
 
@@ -63,27 +62,6 @@ def load_run_config(config: str,
                 type='MMDistributedDataParallel', device_ids=None, broadcast_buffers=False,
                 find_unused_parameters=cfg.get('find_unused_parameters', False))
     return revert_sync_bn_when_single(cfg)
-
-
-def use_test_time_aug(cfg: Config) -> None:
-    """``--tta``, as mmdet's and mmseg's: wrap ``cfg.model`` in ``cfg.tta_model``, test on ``cfg.tta_pipeline``;
-    a :class:`PreflightError` when the config lacks either."""
-    missing = [key for key in ('tta_model', 'tta_pipeline') if not cfg.get(key)]
-    if missing:
-        raise PreflightError(f'--tta needs {" and ".join(missing)} in the config (as in '
-                             f'configs/_base_/datasets/coco_tta.py or mmseg\'s ade20k.py)')
-    cfg.model = ConfigDict(**cfg.tta_model, module=cfg.model)
-    for dataset in leaf_datasets(cfg.test_dataloader.dataset):
-        dataset.pipeline = cfg.tta_pipeline
-
-
-def enable_auto_scale_lr(cfg: Config) -> None:
-    """``--auto-scale-lr``, mmdet's way (mmengine scales every learning rate by the run's total batch size over
-    ``auto_scale_lr.base_batch_size``); a :class:`PreflightError` when the config has no base batch size."""
-    if not (cfg.get('auto_scale_lr') or {}).get('base_batch_size'):
-        raise PreflightError('--auto-scale-lr needs auto_scale_lr = dict(base_batch_size=N) in the '
-                             'config: N, the total batch size its learning rate was set for')
-    cfg.auto_scale_lr.enable = True
 
 
 def build_runner(cfg: Config, model: Optional[nn.Module] = None) -> Runner:
