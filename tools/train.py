@@ -34,7 +34,7 @@ from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, c
                          check_no_earlier_run, check_not_an_input, check_run_checkpoint, check_writable,
                          config_model_specs, dataloader_inputs, load_run_config, parse_launch_args, read_run_checkpoint,
                          run_main, run_phase)
-from mmrmt.utils.amp import check_optim_wrapper_device, use_amp_optim_wrapper
+from mmrmt.utils.amp import use_amp_optim_wrapper
 
 
 def parse_args() -> argparse.Namespace:
@@ -55,6 +55,23 @@ def parse_args() -> argparse.Namespace:
         help='scale the learning rate by the batch size of the run over the '
         "config's auto_scale_lr.base_batch_size")
     return parse_launch_args(parser)
+
+
+def check_optim_wrapper_device(cfg: Config) -> None:
+    """Fail unless this machine runs the config's optim wrapper: mmengine's ``AmpOptimWrapper`` (and its
+    subclasses) asserts a CUDA, NPU, MLU or MUSA device only when the runner builds it, after the work dir."""
+    from mmengine.device import is_cuda_available, is_mlu_available, is_musa_available, is_npu_available
+    from mmengine.optim import AmpOptimWrapper
+    from mmengine.registry import OPTIM_WRAPPERS
+    kind = (cfg.get('optim_wrapper') or {}).get('type')
+    wrapper = OPTIM_WRAPPERS.get(kind) if isinstance(kind, str) else kind
+    if not (isinstance(wrapper, type) and issubclass(wrapper, AmpOptimWrapper)) or any(
+            available() for available in (is_cuda_available, is_npu_available, is_mlu_available, is_musa_available)):
+        return
+    raise PreflightError(f"optim_wrapper.type={wrapper.__name__} trains on a CUDA, NPU, MLU or MUSA device only "
+                         "(mmengine's float16 with loss scaling), and this machine has none: on the CPU train "
+                         'with --amp (bf16 autocast, where the CPU has native bf16) or with optim_wrapper.type='
+                         'OptimWrapper')
 
 
 def check_pretrained_checkpoints(node: Any, where: str = 'model') -> None:

@@ -57,23 +57,6 @@ def use_amp_optim_wrapper(cfg: Config) -> None:
         cfg.optim_wrapper.loss_scale = cfg.get('amp_loss_scale', 'dynamic')
 
 
-def check_optim_wrapper_device(cfg: Config) -> None:
-    """Fail unless this machine runs the config's optim wrapper: mmengine's ``AmpOptimWrapper`` (and its
-    subclasses) asserts a CUDA, NPU, MLU or MUSA device only when the runner builds it, after the work dir."""
-    from mmengine.device import is_cuda_available, is_mlu_available, is_musa_available, is_npu_available
-    from mmengine.optim import AmpOptimWrapper
-    from mmengine.registry import OPTIM_WRAPPERS
-    kind = (cfg.get('optim_wrapper') or {}).get('type')
-    wrapper = OPTIM_WRAPPERS.get(kind) if isinstance(kind, str) else kind
-    if not (isinstance(wrapper, type) and issubclass(wrapper, AmpOptimWrapper)) or any(
-            available() for available in (is_cuda_available, is_npu_available, is_mlu_available, is_musa_available)):
-        return
-    raise PreflightError(f"optim_wrapper.type={wrapper.__name__} trains on a CUDA, NPU, MLU or MUSA device only "
-                         "(mmengine's float16 with loss scaling), and this machine has none: on the CPU train "
-                         'with --amp (bf16 autocast, where the CPU has native bf16) or with optim_wrapper.type='
-                         'OptimWrapper')
-
-
 @contextmanager
 def amp_autocast(model: nn.Module, device_type: str, amp: str = 'autocast') -> Iterator[nn.Module]:
     """Run ``model`` within the block in ``--amp``'s precision on ``device_type``: autocast in
