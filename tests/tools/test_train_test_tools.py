@@ -42,7 +42,6 @@ def test_segmentation_train_then_test_prints_miou(seg_work_dir, seg_test_run):
     assert len(list(seg_test_run.show.rglob('*.png'))) == 8
 
 
-
 def recording(function: Callable, calls: list, what: Callable) -> Callable:
     """``function``, appending ``what(its first argument)`` to ``calls`` at each call."""
     def record(first, *args, **kwargs):
