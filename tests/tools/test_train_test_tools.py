@@ -54,7 +54,7 @@ def test_test_builds_the_model_once_and_reads_its_checkpoint_once(det_work_dir, 
     """One build, one read of the file: the runner tests the model the tool built, with the checkpoint's weights."""
     checkpoint, builds, reads, tested = det_work_dir / 'iter_4.pth', [], [], []
     tool = import_tool('tools/test.py')
-    monkeypatch.setattr(MODELS, 'build', recording(MODELS.build, builds, lambda cfg: cfg['type']))
+    monkeypatch.setattr(MODELS, 'build', recording(MODELS.build, builds, lambda cfg: cfg.get('type')))
     monkeypatch.setattr(torch, 'load', recording(torch.load, reads, str))
     monkeypatch.setattr(tool, 'run_phase', recording(tool.run_phase, tested, lambda runner: runner.model.state_dict()))
     monkeypatch.setattr(sys, 'argv', ['test.py', str(DET_CONFIG), str(checkpoint), '--work-dir', str(tmp_path / 'w'),
