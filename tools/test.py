@@ -38,15 +38,17 @@ import os.path as osp
 from contextlib import nullcontext
 
 import torch
-from mmengine.config import Config
+from mmengine.config import Config, ConfigDict
+from mmengine.runner.checkpoint import load_state_dict
 
 from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.engine import work_dir_claim
-from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
-                         check_not_an_input, check_run_checkpoint, check_writable, config_model_specs,
-                         dataloader_inputs, load_run_config, parse_launch_args, run_main, run_phase, use_test_time_aug)
+from mmrmt.utils import (PreflightError, build_cpu_model, build_runner, check_dataloader_paths, check_evaluator_files,
+                         check_not_an_input, check_run_checkpoint, check_writable, dataloader_inputs, load_run_config,
+                         model_specs, parse_launch_args, run_main, run_phase)
 from mmrmt.utils.amp import add_amp_argument, check_amp
 from mmrmt.utils.compiled_inference import add_compile_arguments, check_compile, compile_features
+from mmrmt.utils.output_guard import leaf_datasets
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
                                         is_detection, prediction_out_claimed)
 
@@ -83,6 +85,17 @@ def enable_visualization(cfg: Config, args: argparse.Namespace) -> None:
         cfg.visualizer.save_dir = args.show_dir
 
 
+def use_test_time_aug(cfg: Config) -> None:
+    """``--tta``, as mmdet's and mmseg's: wrap ``cfg.model`` in ``cfg.tta_model``, test on ``cfg.tta_pipeline``."""
+    missing = [key for key in ('tta_model', 'tta_pipeline') if not cfg.get(key)]
+    if missing:
+        raise PreflightError(f'--tta needs {" and ".join(missing)} in the config (as in '
+                             f'configs/_base_/datasets/coco_tta.py or mmseg\'s ade20k.py)')
+    cfg.model = ConfigDict(**cfg.tta_model, module=cfg.model)
+    for dataset in leaf_datasets(cfg.test_dataloader.dataset):
+        dataset.pipeline = cfg.tta_pipeline
+
+
 def use_amp(cfg: Config) -> None:
     """Test in mixed precision: mmengine's test loop autocasts (``test_cfg.fp16``), and
     :class:`~mmrmt.engine.Float32CPUKernelsHook` keeps mmcv's float32-only CPU kernels in float32."""
@@ -109,15 +122,18 @@ def main() -> None:
     if args.show_dir:
         check_writable(args.show_dir, '--show-dir', is_dir=True)
         check_not_an_input(args.show_dir, '--show-dir', inputs)
-    check_run_checkpoint(cfg, config_model_specs(cfg), args.checkpoint, 'checkpoint',
-                         allow_partial=args.allow_partial_load)
+    model = build_cpu_model(cfg)  # the one build, and the checkpoint's one read
+    weights = check_run_checkpoint(cfg, model_specs(model), args.checkpoint, 'checkpoint',
+                                   allow_partial=args.allow_partial_load)
     check_dataloader_paths(cfg, ['test_dataloader'])
     check_evaluator_files(cfg, ['test_evaluator'])
     if args.show or args.show_dir:
         enable_visualization(cfg, args)
     cfg.load_from = args.checkpoint
+    if weights is not None:  # mmengine's load: a partial load logs what it leaves out
+        load_state_dict(model, weights, logger='current')
     with prediction_out_claimed(cfg, args.out):
-        runner = build_runner(cfg)
+        runner = build_runner(cfg, model if weights is not None else None)  # None: a path the runner reads
         compiled = compile_features(runner.model, compile_options) if compile_options is not None else None
         add_prediction_dump(runner, cfg, args.out, args.force)
         with bf32_gemms() if args.amp == 'bf32' else nullcontext():

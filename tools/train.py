@@ -22,17 +22,19 @@ bf16 (AVX-512 BF16 or AMX) the forward and loss in bf16 autocast, mmcv's float32
 and NMS in float32 (mmrmt.engine.CPUAmpOptimWrapper); refused on other CPUs.
 """
 import argparse
-from typing import Optional, Tuple
+import logging
+from typing import Any, Optional, Tuple
 
 from mmengine.config import Config
+from mmengine.logging import print_log
 
 from mmrmt.engine import work_dir_claim
-from mmrmt.engine.own_checkpoint import checkpoint_out_dir
-from mmrmt.utils import (build_runner, check_dataloader_paths, check_evaluator_files, check_no_earlier_run,
-                         check_not_an_input, check_pretrained_checkpoints, check_run_checkpoint, check_writable,
-                         config_model_specs, dataloader_inputs, enable_auto_scale_lr, latest_checkpoint,
-                         load_run_config, parse_launch_args, run_main, run_phase)
-from mmrmt.utils.amp import check_optim_wrapper_device, use_amp_optim_wrapper
+from mmrmt.engine.own_checkpoint import ForeignCheckpointError, checkpoint_out_dir, own_last_checkpoint
+from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
+                         check_no_earlier_run, check_not_an_input, check_run_checkpoint, check_writable,
+                         config_model_specs, dataloader_inputs, load_run_config, parse_launch_args, read_run_checkpoint,
+                         run_main, run_phase)
+from mmrmt.utils.amp import use_amp_optim_wrapper
 
 
 def parse_args() -> argparse.Namespace:
@@ -55,17 +57,58 @@ def parse_args() -> argparse.Namespace:
     return parse_launch_args(parser)
 
 
+def check_optim_wrapper_device(cfg: Config) -> None:
+    """Fail unless this machine runs the config's optim wrapper: mmengine's ``AmpOptimWrapper`` (and its
+    subclasses) asserts a CUDA, NPU, MLU or MUSA device only when the runner builds it, after the work dir."""
+    from mmengine.device import is_cuda_available, is_mlu_available, is_musa_available, is_npu_available
+    from mmengine.optim import AmpOptimWrapper
+    from mmengine.registry import OPTIM_WRAPPERS
+    kind = (cfg.get('optim_wrapper') or {}).get('type')
+    wrapper = OPTIM_WRAPPERS.get(kind) if isinstance(kind, str) else kind
+    if not (isinstance(wrapper, type) and issubclass(wrapper, AmpOptimWrapper)) or any(
+            available() for available in (is_cuda_available, is_npu_available, is_mlu_available, is_musa_available)):
+        return
+    raise PreflightError(f"optim_wrapper.type={wrapper.__name__} trains on a CUDA, NPU, MLU or MUSA device only "
+                         "(mmengine's float16 with loss scaling), and this machine has none: on the CPU train "
+                         'with --amp (bf16 autocast, where the CPU has native bf16) or with optim_wrapper.type='
+                         'OptimWrapper')
+
+
+def check_pretrained_checkpoints(node: Any, where: str = 'model') -> None:
+    """Read now each ``init_cfg=dict(type='Pretrained', checkpoint=...)`` file inside the model config ``node``
+    (the run reads them at training, after making its work dir)."""
+    if isinstance(node, dict) and node.get('type') == 'Pretrained' and isinstance(node.get('checkpoint'), str):
+        read_run_checkpoint(node['checkpoint'], f'{where} checkpoint')
+    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, (list, tuple)) else ()
+    for key, value in children:
+        check_pretrained_checkpoints(value, f'{where}.{key}' if isinstance(node, dict) else f'{where}[{key}]')
+
+
 def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[str, str]]:
-    """Point ``cfg`` at the checkpoint the run starts from (``--resume`` or ``load_from``).
+    """Point ``cfg`` at the checkpoint the run starts from (``--resume``, without a path the work dir's last
+    one: :func:`~mmrmt.engine.own_last_checkpoint`, or ``load_from``).
 
     Returns:
         tuple, optional: The checkpoint and its role in messages, or None
         when training starts from scratch.
+
+    Raises:
+        PreflightError: ``--resume`` without a path and no ``last_checkpoint`` in the work dir (the run would
+            silently start from scratch), or it names another folder's checkpoint, absent from the run's own.
     """
     if resume is None and cfg.get('resume'):  # asked for by the config itself
         resume = cfg.get('load_from') or 'auto'
     if resume == 'auto':
-        resume = latest_checkpoint(cfg.work_dir, checkpoint_out_dir(cfg))
+        try:
+            resume, moved = own_last_checkpoint(cfg.work_dir, checkpoint_out_dir(cfg))
+        except ForeignCheckpointError as error:
+            raise PreflightError(str(error)) from error
+        if resume is None:
+            raise PreflightError(f'--resume found no checkpoint to resume from in {cfg.work_dir} (no '
+                                 'last_checkpoint file); name one with --resume CKPT, or train from scratch without '
+                                 '--resume')
+        if moved:
+            print_log(moved, logger='current', level=logging.WARNING)
     if resume is not None:
         cfg.resume, cfg.load_from = True, resume
         return resume, '--resume checkpoint'
@@ -81,13 +124,16 @@ def main() -> None:
     if args.amp:
         use_amp_optim_wrapper(cfg)
     check_optim_wrapper_device(cfg)
-    if args.auto_scale_lr:
-        enable_auto_scale_lr(cfg)
+    if args.auto_scale_lr:  # mmdet's: mmengine scales the learning rates by the batch size over the base one
+        if not (cfg.get('auto_scale_lr') or {}).get('base_batch_size'):
+            raise PreflightError('--auto-scale-lr needs auto_scale_lr = dict(base_batch_size=N) in the '
+                                 'config: N, the total batch size its learning rate was set for')
+        cfg.auto_scale_lr.enable = True
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
     check_not_an_input(cfg.work_dir, '--work-dir', [('the config', args.config),
                                                     *dataloader_inputs(cfg, ['train_dataloader', 'val_dataloader'])])
     model_specs = config_model_specs(cfg)
-    check_pretrained_checkpoints(cfg)
+    check_pretrained_checkpoints(cfg.model)
     start = set_start_checkpoint(cfg, args.resume)
     if not cfg.get('resume'):
         check_no_earlier_run(cfg.work_dir, checkpoint_out_dir(cfg))

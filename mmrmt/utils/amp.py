@@ -1,6 +1,5 @@
-"""The precision of the tools' ``--amp`` and the block that runs a model in it: ``--amp`` alone autocasts
-(float16 on CUDA, bf16 on a CPU with native bf16); ``--amp bf32`` (inference tools, CPU) keeps float32 tensors
-and lets oneDNN multiply in bf16 (:mod:`mmrmt.amp.bf32`)."""
+"""The tools' ``--amp``: float16 autocast on CUDA, bf16 on a CPU with native bf16 (AVX-512 BF16 or AMX), refused
+elsewhere in one line; ``--amp bf32`` (inference tools, CPU): float32 tensors, oneDNN's GEMMs in bf16."""
 import argparse
 from contextlib import contextmanager
 from typing import Iterator, Optional
@@ -16,12 +15,8 @@ from .preflight import PreflightError
 
 
 def amp_dtype(device_type: str) -> torch.dtype:
-    """What ``--amp`` computes in on ``device_type`` ('cuda' or 'cpu'): float16 on CUDA (as mmdet's tools),
-    bfloat16 on a CPU with native bf16 arithmetic (AVX-512 BF16 or AMX).
-
-    Raises:
-        PreflightError: On a CPU without native bf16, where torch emulates it (slower than float32).
-    """
+    """What ``--amp`` computes in on ``device_type`` ('cuda' or 'cpu'); a :class:`PreflightError` on a CPU
+    without native bf16, where torch emulates it (slower than float32)."""
     if device_type == 'cuda':
         return torch.float16
     features = cpu_features()
@@ -40,13 +35,8 @@ def add_amp_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def check_amp(amp: Optional[str], device_type: str, compile: bool = False) -> None:
-    """Fail unless ``--amp`` (:func:`add_amp_argument`) can run on ``device_type``, with ``--compile`` if
-    ``compile``.
-
-    Raises:
-        PreflightError: See :func:`amp_dtype`; bf32 on CUDA or with ``--compile`` (Inductor's cache does not
-            key its graphs on the setting, and a compiled graph gained nothing from it: docs/benchmark.md).
-    """
+    """Fail unless ``--amp`` runs on ``device_type`` (:func:`amp_dtype`), with ``--compile`` if ``compile``:
+    bf32 is a CPU setting, and Inductor neither keys its cached graphs on it nor gains from it."""
     if amp is None:
         return
     amp_dtype(device_type)
@@ -62,41 +52,15 @@ def use_amp_optim_wrapper(cfg: Config) -> None:
     'dynamic' by default) on CUDA, :class:`~mmrmt.engine.CPUAmpOptimWrapper` on a CPU (see :func:`amp_dtype`)."""
     device_type = 'cuda' if torch.cuda.is_available() else 'cpu'
     amp_dtype(device_type)
+    cfg.optim_wrapper.type = 'AmpOptimWrapper' if device_type == 'cuda' else 'CPUAmpOptimWrapper'
     if device_type == 'cuda':
-        cfg.optim_wrapper.type = 'AmpOptimWrapper'
         cfg.optim_wrapper.loss_scale = cfg.get('amp_loss_scale', 'dynamic')
-    else:
-        cfg.optim_wrapper.type = 'CPUAmpOptimWrapper'
-
-
-def check_optim_wrapper_device(cfg: Config) -> None:
-    """Fail unless this machine runs the config's optim wrapper: mmengine's ``AmpOptimWrapper`` (and its
-    subclasses: float16 with loss scaling) asserts a CUDA, NPU, MLU or MUSA device when the runner builds
-    it, after the work dir is made.
-
-    Raises:
-        PreflightError: One line naming the wrapper and what trains on the CPU instead.
-    """
-    from mmengine.device import is_cuda_available, is_mlu_available, is_musa_available, is_npu_available
-    from mmengine.optim import AmpOptimWrapper
-    from mmengine.registry import OPTIM_WRAPPERS
-    kind = (cfg.get('optim_wrapper') or {}).get('type')
-    wrapper = OPTIM_WRAPPERS.get(kind) if isinstance(kind, str) else kind
-    if not (isinstance(wrapper, type) and issubclass(wrapper, AmpOptimWrapper)):
-        return
-    if is_cuda_available() or is_npu_available() or is_mlu_available() or is_musa_available():
-        return
-    raise PreflightError(f"optim_wrapper.type={wrapper.__name__} trains on a CUDA, NPU, MLU or MUSA device only "
-                         "(mmengine's float16 with loss scaling), and this machine has none: on the CPU train "
-                         'with --amp (bf16 autocast, where the CPU has native bf16) or with optim_wrapper.type='
-                         'OptimWrapper')
 
 
 @contextmanager
 def amp_autocast(model: nn.Module, device_type: str, amp: str = 'autocast') -> Iterator[nn.Module]:
     """Run ``model`` within the block in ``--amp``'s precision on ``device_type``: autocast in
-    :func:`amp_dtype`, its float32-only CPU kernels in float32 (:func:`mmrmt.amp.float32_cpu_kernels`); or,
-    for ``amp`` 'bf32', float32 with oneDNN's GEMMs in bf16 (:func:`mmrmt.amp.bf32.bf32_gemms`)."""
+    :func:`amp_dtype`, its float32-only CPU kernels in float32; or, for 'bf32', oneDNN's GEMMs in bf16."""
     if amp == 'bf32':
         with bf32_gemms():
             yield model

@@ -1,16 +1,7 @@
-"""``--cfg-options KEY=VALUE ...``: the one declaration every tool uses, and the checks that make a bad
-override one line before anything is built or written (mmengine merges any key, so a typo is silently
-ignored and a bad value fails deep inside the run):
-
-* ``KEY=VALUE`` form, and brackets in the value that balance; a value with ``dict(...)``, which mmengine's
-  ``DictAction`` cannot read, is read by :func:`parse_value` (a small parser, never ``eval``);
-* the key exists in the config, is a setting the runner reads (:data:`RUN_SETTINGS`) or a constructor
-  argument of the component (a dict with a ``type``) that receives it, of the type the same overrides give it
-  where they set one (``optim_wrapper.type=AmpOptimWrapper optim_wrapper.dtype=float16``), else the nearest
-  key is named;
-  a key through a setting that is not a dict names the way to replace it;
-* the fields the tools know (iterations, batch size, learning rate...) get values of the right type and range.
-"""
+"""``--cfg-options KEY=VALUE ...``, checked before anything is built (mmengine merges any key, so a typo is
+ignored and a bad value fails deep inside the run): the pairs' form and brackets; ``dict(...)`` values, which
+mmengine's ``DictAction`` cannot read, read as data (never evaluated); each key a setting of the config, of the
+runner or an argument of the component that receives it, else the nearest is named; known fields' values."""
 import argparse
 import inspect
 from typing import Any, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -27,19 +18,18 @@ from .preflight import PreflightError
 #: Where the classes named by a config's ``type`` keys are registered.
 COMPONENT_REGISTRIES = (MODELS, LOOPS, HOOKS, DATASETS, TRANSFORMS, OPTIM_WRAPPERS, OPTIMIZERS,
                         PARAM_SCHEDULERS, EVALUATOR, METRICS, VISUALIZERS, VISBACKENDS, LOG_PROCESSORS)
-#: The top-level settings a run reads that a config may leave out: the Runner's
-#: arguments and what ``Runner.from_cfg`` and the tools read besides them.
+#: The top-level settings a run reads that a config may leave out: the Runner's arguments and what
+#: ``Runner.from_cfg`` and the tools read besides them.
 RUN_SETTINGS = frozenset(
     {*inspect.signature(Runner.__init__).parameters} - {'self', 'cfg'}
     | {'runner_type', 'model_wrapper_cfg', 'find_unused_parameters', 'compile', 'amp_loss_scale',
        'tta_model', 'tta_pipeline'})
-#: Brackets of a value, openers to closers.
+#: Brackets of a value, openers to closers and back.
 CLOSERS = {'(': ')', '[': ']', '{': '}'}
 BRACKETS = {closer: opener for opener, closer in CLOSERS.items()}
-#: ``SETTING._delete_=True`` replaces SETTING by the dict the other keys under it make.
-DELETE_SUFFIX = '._delete_'
-#: ``COMPONENT.type=NAME`` makes COMPONENT another class, whose arguments the other keys under it name.
-TYPE_SUFFIX = '.type'
+#: ``SETTING._delete_=True`` replaces SETTING by the dict the other keys under it make; ``COMPONENT.type=NAME``
+#: makes COMPONENT another class, whose arguments the other keys under it name.
+DELETE_SUFFIX, TYPE_SUFFIX = '._delete_', '.type'
 #: A new key this close to an existing one (difflib's ratio) is taken for a typo of it.
 TYPO_CUTOFF = 0.8
 #: The values the fields the tools know accept, by the last part of the key.
@@ -73,29 +63,16 @@ def unquoted(text: str) -> Iterator[Tuple[int, str, int]]:
 
 
 def split_top_level(text: str) -> List[str]:
-    """``text`` cut at the commas outside brackets and quotes (the brackets balance: checked before)."""
+    """``text`` cut at the commas outside brackets and quotes, empty parts left out."""
     cuts = [position for position, char, depth in unquoted(text) if char == ',' and depth == 0]
-    parts = [text[start + 1:end] for start, end in zip([-1, *cuts], [*cuts, len(text)])]
-    return [part.strip() for part in parts if part.strip()]
+    parts = [text[start + 1:end].strip() for start, end in zip([-1, *cuts], [*cuts, len(text)])]
+    return [part for part in parts if part]
 
 
 def encloses(text: str, opener: str) -> bool:
     """Whether ``text`` is one bracketed group, ``opener`` ... its closer (not ``(a), (b)``)."""
-    if not (text.startswith(opener) and text.endswith(CLOSERS[opener])):
-        return False
-    return all(depth > 0 for position, _, depth in unquoted(text) if position < len(text) - 1)
-
-
-def parse_dict_call(inside: str, pair: str) -> dict:
-    """The dict ``dict(<inside>)`` writes."""
-    result = {}
-    for entry in split_top_level(inside):
-        key, equals, value = entry.partition('=')
-        key = key.strip()
-        if not equals or not key.isidentifier():
-            raise PreflightError(f'--cfg-options {pair}: the entries of dict(...) are NAME=VALUE, got {entry!r}')
-        result[key] = parse_value(value, pair)
-    return result
+    return (text[:1] == opener and text[-1:] == CLOSERS[opener]
+            and all(depth > 0 for position, _, depth in unquoted(text) if position < len(text) - 1))
 
 
 def parse_value(text: str, pair: str) -> Any:
@@ -103,7 +80,13 @@ def parse_value(text: str, pair: str) -> Any:
     ``[a, b]`` a list, ``(a, b)`` a tuple, ``a, b`` a list; else a scalar as ``DictAction`` reads it."""
     text = text.strip()
     if text.startswith('dict(') and encloses(text[4:], '('):
-        return parse_dict_call(text[5:-1], pair)
+        result = {}
+        for entry in split_top_level(text[5:-1]):
+            key, equals, value = entry.partition('=')
+            if not equals or not key.strip().isidentifier():
+                raise PreflightError(f'--cfg-options {pair}: the entries of dict(...) are NAME=VALUE, got {entry!r}')
+            result[key.strip()] = parse_value(value, pair)
+        return result
     for opener, kind in (('[', list), ('(', tuple)):
         if encloses(text, opener):
             return kind(parse_value(part, pair) for part in split_top_level(text[1:-1]))
@@ -111,23 +94,6 @@ def parse_value(text: str, pair: str) -> Any:
     if len(parts) > 1:
         return [parse_value(part, pair) for part in parts]
     return DictAction._parse_int_float_bool(text.strip('\'"'))
-
-
-def parse_cfg_options(pairs: Sequence[str]) -> Dict[str, Any]:
-    """``['a.b=1', 'c=x']`` -> ``{'a.b': 1, 'c': 'x'}``, values parsed as mmengine's DictAction does
-    (``dict(...)`` by :func:`parse_value`); a :class:`PreflightError` for a pair without ``=`` or key."""
-    options = {}
-    for pair in pairs:
-        key, equals, value = pair.partition('=')
-        if not equals or not key:
-            raise PreflightError(f'--cfg-options takes KEY=VALUE pairs, got {pair!r}; e.g. '
-                                 f'{pair or "train_cfg.max_iters"}=VALUE')
-        problem = bracket_problem(value)
-        if problem is not None:
-            raise PreflightError(f'--cfg-options {pair}: {problem} (a value with spaces must be one '
-                                 'argument: quote it, e.g. \'key=[dict(a=1), dict(a=2)]\')')
-        options[key] = parse_value(value, pair) if 'dict(' in value else DictAction._parse_iterable(value)
-    return options
 
 
 def bracket_problem(value: str) -> Optional[str]:
@@ -142,10 +108,25 @@ def bracket_problem(value: str) -> Optional[str]:
             if not opened or opened[-1][0] != BRACKETS[char]:
                 return f'the {char!r} at character {position + 1} of the value closes no {BRACKETS[char]!r}'
             opened.pop()
-    if opened:
-        char, position = opened[0]
-        return f'the {char!r} at character {position} of the value is never closed'
-    return None
+    return f'the {opened[0][0]!r} at character {opened[0][1]} of the value is never closed' if opened else None
+
+
+def parse_cfg_options(pairs: Sequence[str]) -> Dict[str, Any]:
+    """``['a.b=1', 'c=x']`` -> ``{'a.b': 1, 'c': 'x'}``, values read as ``DictAction`` reads them (with
+    ``dict(...)``: by :func:`parse_value`); a :class:`PreflightError` for a pair without ``=`` or key, or
+    with brackets that do not balance."""
+    options = {}
+    for pair in pairs:
+        key, equals, value = pair.partition('=')
+        if not equals or not key:
+            raise PreflightError(f'--cfg-options takes KEY=VALUE pairs, got {pair!r}; e.g. '
+                                 f'{pair or "train_cfg.max_iters"}=VALUE')
+        problem = bracket_problem(value)
+        if problem is not None:
+            raise PreflightError(f'--cfg-options {pair}: {problem} (a value with spaces must be one '
+                                 'argument: quote it, e.g. \'key=[dict(a=1), dict(a=2)]\')')
+        options[key] = parse_value(value, pair) if 'dict(' in value else DictAction._parse_iterable(value)
+    return options
 
 
 def component_class(node: Mapping) -> Optional[type]:
@@ -169,10 +150,10 @@ def constructor_arguments(cls: type) -> Optional[List[str]]:
         if '__init__' not in vars(klass):
             continue
         try:
-            parameters = list(inspect.signature(vars(klass)['__init__']).parameters.values())
+            parameters = list(inspect.signature(vars(klass)['__init__']).parameters.values())[1:]
         except (TypeError, ValueError):
             return None
-        names += [parameter.name for parameter in parameters[1:]
+        names += [parameter.name for parameter in parameters
                   if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)]
         if not any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
             return names
@@ -180,14 +161,12 @@ def constructor_arguments(cls: type) -> Optional[List[str]]:
 
 
 def unknown_key_error(key: str, where: str, name: str, existing: Iterable[str], what: str) -> PreflightError:
-    """The line for a key part ``name`` that ``where`` lacks, naming the nearest of its ``existing`` keys
-    (or the first few)."""
+    """The line for a key part ``name`` that ``what`` (at ``where``) lacks, naming the nearest of its
+    ``existing`` keys, or the first few."""
     known = sorted(set(existing) - {'type', 'self'})
     close = nearest_name(name, known)
-    if close:
-        hint = f'; the nearest is {where + "." if where else ""}{close}'
-    else:
-        hint = f'; it has {", ".join(known[:8])}{", ..." if len(known) > 8 else ""}'
+    hint = (f'; the nearest is {where + "." if where else ""}{close}' if close else
+            f'; it has {", ".join(known[:8])}{", ..." if len(known) > 8 else ""}')
     return PreflightError(f'--cfg-options {key}: {what} has no {name!r}{hint}')
 
 
@@ -209,10 +188,9 @@ def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str] = (),
         if where in replaced:
             return
         if not isinstance(node, Mapping):
-            rest = '.'.join(parts[depth:])
             raise PreflightError(
                 f'--cfg-options {key}: {where} is {node!r} in the config, not a dict, so it has no '
-                f'{rest}; replace the whole setting: --cfg-options {where}._delete_=True '
+                f'{".".join(parts[depth:])}; replace the whole setting: --cfg-options {where}._delete_=True '
                 f'{where}.type=... {key}={value}')
         if part in node or part.startswith('_'):
             node = node.get(part)
@@ -232,32 +210,32 @@ def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str] = (),
         raise unknown_key_error(key, where, part, node, where)
 
 
-def check_value(key: str, value: Any) -> None:
-    """Fail when a field the tools know gets a value of the wrong type or range."""
-    kind = FIELD_KINDS.get(key.rsplit('.', 1)[-1])
-    if kind is None:
-        return
-    try:
-        check_arg('--cfg-options', key, value, kind)
-    except (TypeError, ValueError) as error:
-        raise PreflightError(str(error).rstrip('.')) from None
-
-
 def apply_cfg_options(cfg: Config, pairs: Optional[Sequence[str]]) -> Config:
-    """Check the ``KEY=VALUE`` ``pairs`` against ``cfg``, then merge them into it (in place); returns ``cfg``.
+    """Check the ``KEY=VALUE`` ``pairs`` against ``cfg``, then merge them into it (in place).
+
+    Args:
+        cfg (Config): The config.
+        pairs (Sequence[str], optional): ``--cfg-options`` as given.
+
+    Returns:
+        Config: ``cfg``.
 
     Raises:
-        PreflightError: See :func:`parse_cfg_options`, :func:`check_key`, :func:`check_value`.
+        PreflightError: See :func:`parse_cfg_options` and :func:`check_key`; a field the tools know
+            (:data:`FIELD_KINDS`) with a value of the wrong type or range.
     """
     options = parse_cfg_options(pairs or [])
-    if not options:
-        return cfg
     replaced = {key[:-len(DELETE_SUFFIX)] for key, value in options.items()
                 if key.endswith(DELETE_SUFFIX) and value is True}
     retyped = {key[:-len(TYPE_SUFFIX)]: value for key, value in options.items() if key.endswith(TYPE_SUFFIX)}
     with DefaultScope.overwrite_default_scope(cfg.get('default_scope')):
         for key, value in options.items():
             check_key(cfg, key, value, replaced, retyped)
-            check_value(key, value)
+            kind = FIELD_KINDS.get(key.rsplit('.', 1)[-1])
+            if kind is not None:
+                try:
+                    check_arg('--cfg-options', key, value, kind)
+                except (TypeError, ValueError) as error:
+                    raise PreflightError(str(error).rstrip('.')) from None
     cfg.merge_from_dict(options)
     return cfg

@@ -20,8 +20,8 @@ INIT_SEED = 0
 
 
 def build_cpu_model(cfg: Config, quiet: bool = False) -> nn.Module:
-    """``cfg.model`` built in eval mode on the CPU, with BN for SyncBN (on a copy), no checkpoint loaded;
-    ``quiet`` hides the build's warnings (a check whose run builds the model again).
+    """``cfg.model`` built in eval mode on the CPU as the runner builds it (the config's ``data_preprocessor``
+    unless the model has one), with BN for SyncBN, no checkpoint loaded; ``quiet`` hides the build's warnings.
 
     Raises:
         PreflightError: The config has no model, the model does not build, or its neck (or heads) take
@@ -30,6 +30,8 @@ def build_cpu_model(cfg: Config, quiet: bool = False) -> nn.Module:
     if not isinstance(cfg.get('model'), dict):
         raise PreflightError(f'{cfg.filename} has no model = dict(type=...) setting')
     model_cfg = copy.deepcopy(cfg.model)
+    if cfg.get('data_preprocessor') is not None:
+        model_cfg.setdefault('data_preprocessor', cfg.data_preprocessor)
     replace_sync_bn_types(model_cfg)
     init_default_scope(cfg.get('default_scope', 'mmdet'))
     try:
@@ -45,8 +47,7 @@ def build_cpu_model(cfg: Config, quiet: bool = False) -> nn.Module:
 
 def build_seeded_model(cfg: Config) -> nn.Module:
     """:func:`build_cpu_model` with ``init_weights`` drawn from :data:`INIT_SEED` (torch's generator left as it
-    was; mmengine's log quiet but for warnings): two builds of one config (which must name no pretrained
-    checkpoint) hold the same weights."""
+    was; mmengine's log quiet but for warnings): two builds of a config naming no pretrained file are equal."""
     logger = MMLogger.get_current_instance()
     level = logger.level
     logger.setLevel('WARNING')  # init_weights logs every parameter
@@ -61,20 +62,15 @@ def build_seeded_model(cfg: Config) -> nn.Module:
 
 
 def config_dataset_meta(cfg: Config) -> dict:
-    """``classes`` (and ``palette``) of the config's test set (else validation set; a wrapper's first
-    dataset), as lists: its dataset class's reading of the config's ``metainfo``, built without loading
-    anything (``lazy_init``); empty without either loader.
-
-    Raises:
-        PreflightError: The dataset does not build.
-    """
+    """``classes`` (and ``palette``) of the config's test set (else validation set; a wrapper's first dataset),
+    as lists, as its dataset class reads the config's ``metainfo`` (built ``lazy_init``: nothing loaded);
+    empty without either loader. A :class:`PreflightError` when the dataset does not build."""
     loader = cfg.get('test_dataloader') or cfg.get('val_dataloader')
     if not loader:
         return {}
-    dataset = dict(next(leaf_datasets(loader['dataset'])), lazy_init=True)
     init_default_scope(cfg.get('default_scope', 'mmdet'))
     try:
-        metainfo = DATASETS.build(dataset).metainfo
+        metainfo = DATASETS.build(dict(next(leaf_datasets(loader['dataset'])), lazy_init=True)).metainfo
     except Exception as error:  # a dataset's constructor can raise anything
         raise PreflightError(f'the test set of {cfg.filename} does not build: {one_line_reason(error)}') from error
     return {key: list(metainfo[key]) for key in ('classes', 'palette') if metainfo.get(key)}

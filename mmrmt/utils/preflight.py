@@ -22,14 +22,9 @@ class PreflightError(RuntimeError):
 
 
 def run_main(main: Callable[[], object]) -> None:
-    """Run a tool's ``main()``; a :class:`PreflightError`, a refused checkpoint or a work dir or output another
-    run holds (:class:`~mmrmt.run_claim.ClaimError`) ends the process with ``error: <message>`` (one line on
-    stderr) and exit status 1. Any other exception is a bug and keeps its traceback.
-
-    Example:
-        >>> if __name__ == '__main__':
-        ...     run_main(main)
-    """
+    """Run a tool's ``main()`` (``if __name__ == '__main__': run_main(main)``); a :class:`PreflightError`, a
+    refused checkpoint or a work dir or output another run holds ends the process with ``error: <message>``
+    (one line on stderr), exit status 1. Any other exception is a bug and keeps its traceback."""
     # setuptools' deprecation notice, which mmengine's imports trigger, is no news to the user
     warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
     try:
@@ -54,36 +49,31 @@ def check_writable(path: str, what: str, is_dir: bool) -> None:
     existing = osp.abspath(path)
     while not osp.exists(existing):
         existing = osp.dirname(existing)
-    if existing == osp.abspath(path):
-        if is_dir and not osp.isdir(existing):
-            raise PreflightError(f'{what} {path} exists and is not a folder')
-        if not is_dir and osp.isdir(existing):
-            raise PreflightError(f'{what} {path} is a folder; name a file')
-        if not os.access(existing, os.W_OK):
-            raise PreflightError(f'{what} {path} is not writable')
-        return
-    if not osp.isdir(existing):
-        raise PreflightError(f'{what} {path} cannot be created: {existing} is a file, not a folder')
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise PreflightError(f'{what} {path} cannot be created: {existing} is not writable')
+    if existing != osp.abspath(path):
+        if not osp.isdir(existing):
+            raise PreflightError(f'{what} {path} cannot be created: {existing} is a file, not a folder')
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise PreflightError(f'{what} {path} cannot be created: {existing} is not writable')
+    elif is_dir and not osp.isdir(existing):
+        raise PreflightError(f'{what} {path} exists and is not a folder')
+    elif not is_dir and osp.isdir(existing):
+        raise PreflightError(f'{what} {path} is a folder; name a file')
+    elif not os.access(existing, os.W_OK):
+        raise PreflightError(f'{what} {path} is not writable')
 
 
 def check_device(device: Optional[str]) -> None:
     """Fail unless ``device`` is None, ``'cpu'``, or a CUDA device torch sees here (e.g. ``'cuda:1'``)."""
-    if device is None:
-        return
     try:
-        parsed = torch.device(device)
+        parsed = torch.device(device or 'cpu')
     except RuntimeError:
         raise PreflightError(f"--device {device!r} is not a device: give 'cpu', 'cuda' or 'cuda:N'") from None
-    if parsed.type == 'cpu':
-        return
-    if parsed.type != 'cuda':
+    if parsed.type not in ('cpu', 'cuda'):
         raise PreflightError(f"--device {device}: this tool runs on 'cpu' or 'cuda' devices")
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if count == 0:
+    count = torch.cuda.device_count() if parsed.type == 'cuda' and torch.cuda.is_available() else 0
+    if parsed.type == 'cuda' and count == 0:
         raise PreflightError(f'--device {device}: torch sees no CUDA device here; use --device cpu')
-    if parsed.index is not None and parsed.index >= count:
+    if parsed.type == 'cuda' and parsed.index is not None and parsed.index >= count:
         raise PreflightError(f'--device {device}: torch sees {count} CUDA device(s), cuda:0 to cuda:{count - 1}')
 
 

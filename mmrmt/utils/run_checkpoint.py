@@ -1,50 +1,27 @@
-"""What our train.py and test.py add, before the run, to the checkpoint gate of the runner (which reads every
-``load_from`` in any launcher): a ``--resume`` file is a training checkpoint whose ``meta['config']`` is plain
-data, and the config's model finds each of its weights in the file, with the same shape and kind of number,
-and nothing more (mmengine would load the keys that match, with a warning), unless ``--allow-partial-load``.
-"""
-import logging
+"""What our train.py and test.py add, before the run, to the runner's checkpoint gate: a ``--resume`` file is a
+training checkpoint whose ``meta['config']`` is plain data, and the config's model finds each of its weights in
+the file, with the same shape and kind of number, and nothing more, unless ``--allow-partial-load``."""
 import os.path as osp
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional
 
 from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.model import BaseTTAModel
+from torch import nn
 
-from mmrmt.checkpoint import (TensorSpec, cast_note, extract_state_dict, fit_problems, is_remote, is_url, kind_problem,
-                              read_checkpoint, resumed_config, specs)
-from mmrmt.engine.own_checkpoint import ForeignCheckpointError, own_last_checkpoint
+from mmrmt.checkpoint import (StateDict, TensorSpec, cast_note, extract_state_dict, fit_problems, is_remote, is_url,
+                              kind_problem, read_checkpoint, resumed_config, specs)
 from .model_from_config import build_cpu_model
 from .preflight import PreflightError
 
 
-def latest_checkpoint(work_dir: str, out_dir: Optional[str] = None) -> str:
-    """The checkpoint ``--resume`` without a path continues from (see :func:`~mmrmt.engine.own_last_checkpoint`).
+def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[dict]:
+    """The checkpoint ``path`` (local or URL; None for another remote path, left to the runner) a run loads
+    as ``role`` (e.g. ``'--resume checkpoint'``), ``resume`` from it or not, read once.
 
     Raises:
-        PreflightError: No ``last_checkpoint`` (the run would silently start from scratch), or it names
-            another folder's checkpoint, absent from the run's own.
-    """
-    if not osp.isfile(osp.join(work_dir, 'last_checkpoint')):
-        raise PreflightError(f'--resume found no checkpoint to resume from in {work_dir} (no '
-                             'last_checkpoint file); name one with --resume CKPT, or train from '
-                             'scratch without --resume')
-    try:
-        checkpoint, moved = own_last_checkpoint(work_dir, out_dir)
-    except ForeignCheckpointError as error:
-        raise PreflightError(str(error)) from error
-    if moved:
-        print_log(moved, logger='current', level=logging.WARNING)
-    return checkpoint
-
-
-def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[Dict[str, TensorSpec]]:
-    """The shapes and dtypes of the weights of the checkpoint ``path`` (local or URL; None for another remote
-    path, left to the runner) a run will load as ``role`` (e.g. ``'--resume checkpoint'``), ``resume`` from it or not.
-
-    Raises:
-        PreflightError: The file is missing or unreadable, or ``resume`` and it is not a training checkpoint or
-            its ``meta['config']`` is not plain data.
+        PreflightError: The file is missing, unreadable or holds no weights, or ``resume`` and it is not a
+            training checkpoint or its ``meta['config']`` is not plain data.
     """
     if is_remote(path) and not is_url(path):
         return None
@@ -52,7 +29,7 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
         raise PreflightError(f'{role} not found: {path}')
     try:
         checkpoint = read_checkpoint(path)
-        weights = extract_state_dict(checkpoint, path)
+        extract_state_dict(checkpoint, path)
         if resume:
             resumed_config(checkpoint, path)  # mmengine's resume runs this text: refused unless plain data
     except ValueError as error:
@@ -65,50 +42,36 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
             f'{role} {path} is not a training checkpoint (it has no {", ".join(lacking)}): '
             'resume from a file tools/train.py wrote, or start from these weights with '
             f'--cfg-options load_from={path}')
-    return specs(weights)
+    return checkpoint
 
 
-def pretrained_checkpoints(node: Any, where: str = 'model') -> Iterator[Tuple[str, str]]:
-    """(location, path) of each ``init_cfg=dict(type='Pretrained', checkpoint=...)`` inside a model config."""
-    if isinstance(node, dict):
-        if node.get('type') == 'Pretrained' and isinstance(node.get('checkpoint'), str):
-            yield where, node['checkpoint']
-        for key, value in node.items():
-            yield from pretrained_checkpoints(value, f'{where}.{key}')
-    elif isinstance(node, (list, tuple)):
-        for index, value in enumerate(node):
-            yield from pretrained_checkpoints(value, f'{where}[{index}]')
-
-
-def check_pretrained_checkpoints(cfg: Config) -> None:
-    """Read each local ``Pretrained`` file of the model (every training run loads them) before training."""
-    for where, path in pretrained_checkpoints(cfg.model):
-        read_run_checkpoint(path, f'{where} checkpoint')
+def model_specs(model: nn.Module) -> Dict[str, TensorSpec]:
+    """The shapes and dtypes of ``model``'s weights (a TTA wrapper's: those of the model it wraps)."""
+    return specs((model.module if isinstance(model, BaseTTAModel) else model).state_dict())
 
 
 def config_model_specs(cfg: Config) -> Dict[str, TensorSpec]:
-    """The shapes and dtypes of the weights of the model ``cfg`` describes (built quietly, then dropped; a
-    TTA wrapper counts as the model it wraps)."""
-    model = build_cpu_model(cfg, quiet=True)
-    if isinstance(model, BaseTTAModel):
-        model = model.module
-    return specs(model.state_dict())
+    """:func:`model_specs` of the model ``cfg`` describes (built quietly, then dropped)."""
+    return model_specs(build_cpu_model(cfg, quiet=True))
 
 
 def check_run_checkpoint(cfg: Config, model_specs: Mapping[str, TensorSpec], path: str, role: str,
-                         resume: bool = False, allow_partial: bool = False) -> None:
+                         resume: bool = False, allow_partial: bool = False) -> Optional[StateDict]:
     """Fail before the run unless ``path`` is readable (:func:`read_run_checkpoint`) and holds the whole model
-    of ``cfg`` (``model_specs``: :func:`config_model_specs`), naming the problems of
-    :func:`~mmrmt.checkpoint.fit_problems`; ``allow_partial``: only the kinds of number of the tensors both hold."""
-    file_specs = read_run_checkpoint(path, role, resume)
-    if file_specs is None:
-        return
+    of ``cfg`` (``model_specs``: :func:`model_specs`), naming the problems of :func:`~mmrmt.checkpoint.fit_problems`;
+    ``allow_partial``: only the kinds of number of the tensors both hold. Returns the file's weights (None for a
+    remote path the runner reads)."""
+    checkpoint = read_run_checkpoint(path, role, resume)
+    if checkpoint is None:
+        return None
+    weights = extract_state_dict(checkpoint, path)
+    file_specs = specs(weights)
     if allow_partial:  # the tensors that match in shape load, cast to the model's dtype: integers never
         other_kind = kind_problem(model_specs, file_specs)
         if other_kind:
             raise PreflightError(f'{role} {path} does not fit the model of {cfg.filename} even in part: '
                                  f'{other_kind}. Load a floating-point checkpoint')
-        return
+        return weights
     problems = fit_problems(model_specs, file_specs)
     if problems:
         raise PreflightError(f'{role} {path} does not fit the model of {cfg.filename}: '
@@ -118,3 +81,4 @@ def check_run_checkpoint(cfg: Config, model_specs: Mapping[str, TensorSpec], pat
     note = cast_note(model_specs, file_specs)
     if note:
         print_log(f'{role} {path}: {note}', logger='current')
+    return weights

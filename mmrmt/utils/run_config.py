@@ -1,21 +1,23 @@
-"""The config handling tools/train.py and tools/test.py share: the options both take, the config loaded with
-its overrides and adapted to the machine (the work dir default, BN for SyncBN unless distributed on CUDA, gloo
-and a CPU DistributedDataParallel for a distributed CPU run), ``--tta`` and ``--auto-scale-lr``, the runner."""
+"""What tools/train.py and tools/test.py share: their common options, the config loaded with its overrides and
+adapted to the machine (the work dir default, BN for SyncBN unless distributed on CUDA, gloo and a CPU
+DistributedDataParallel for a distributed CPU run), the runner."""
 import argparse
+import copy
+import inspect
 import os
 import os.path as osp
 from typing import Any, Optional, Sequence
 
 import torch
 import torch.distributed as dist
-from mmengine.config import Config, ConfigDict
+from mmengine.config import Config
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
+from torch import nn
 
 from mmrmt.engine import OwnWorkDirRunner
 from .cfg_options import add_cfg_options, apply_cfg_options
 from .config_file import read_config
-from .output_guard import leaf_datasets
 from .preflight import PreflightError
 
 
@@ -49,10 +51,8 @@ def load_run_config(config: str,
     ``./work_dirs/<config name>``); a :class:`PreflightError` for a bad config, override or launcher."""
     cfg = apply_cfg_options(read_config(config), cfg_options)
     cfg.launcher = launcher
-    if work_dir is not None:
-        cfg.work_dir = work_dir
-    elif cfg.get('work_dir') is None:
-        cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(config))[0])
+    if work_dir is not None or cfg.get('work_dir') is None:
+        cfg.work_dir = work_dir or osp.join('./work_dirs', osp.splitext(osp.basename(config))[0])
     if launcher != 'none' and not torch.cuda.is_available():
         if launcher != 'pytorch':
             raise PreflightError(f'without CUDA only --launcher pytorch is supported, got --launcher {launcher}')
@@ -61,47 +61,29 @@ def load_run_config(config: str,
             cfg.model_wrapper_cfg = dict(
                 type='MMDistributedDataParallel', device_ids=None, broadcast_buffers=False,
                 find_unused_parameters=cfg.get('find_unused_parameters', False))
-    revert_sync_bn_when_single(cfg)
-    return cfg
+    return revert_sync_bn_when_single(cfg)
 
 
-def use_test_time_aug(cfg: Config) -> None:
-    """``--tta``, as mmdet's and mmseg's: wrap ``cfg.model`` in ``cfg.tta_model``, test on ``cfg.tta_pipeline``.
-
-    Raises:
-        PreflightError: The config defines no ``tta_model`` or no ``tta_pipeline``.
-    """
-    missing = [key for key in ('tta_model', 'tta_pipeline') if not cfg.get(key)]
-    if missing:
-        raise PreflightError(f'--tta needs {" and ".join(missing)} in the config (as in '
-                             f'configs/_base_/datasets/coco_tta.py or mmseg\'s ade20k.py)')
-    cfg.model = ConfigDict(**cfg.tta_model, module=cfg.model)
-    for dataset in leaf_datasets(cfg.test_dataloader.dataset):
-        dataset.pipeline = cfg.tta_pipeline
-
-
-def enable_auto_scale_lr(cfg: Config) -> None:
-    """``--auto-scale-lr``, mmdet's way: mmengine then scales every learning rate by the run's total batch
-    size over ``auto_scale_lr.base_batch_size``.
-
-    Raises:
-        PreflightError: The config has no ``auto_scale_lr.base_batch_size``.
-    """
-    if not (cfg.get('auto_scale_lr') or {}).get('base_batch_size'):
-        raise PreflightError('--auto-scale-lr needs auto_scale_lr = dict(base_batch_size=N) in the '
-                             'config: N, the total batch size its learning rate was set for')
-    cfg.auto_scale_lr.enable = True
-
-
-def build_runner(cfg: Config) -> Runner:
+def build_runner(cfg: Config, model: Optional[nn.Module] = None) -> Runner:
     """The config's ``runner_type`` (by default :class:`~mmrmt.engine.OwnWorkDirRunner`), after joining the
-    gloo process group of a distributed CPU run (mmengine's setup assumes a GPU per process)."""
-    if (cfg.get('launcher') == 'pytorch' and not torch.cuda.is_available()
-            and not dist.is_initialized()):
+    gloo process group of a distributed CPU run (mmengine's setup assumes a GPU per process).
+
+    Args:
+        cfg (Config): The run's config.
+        model (nn.Module, optional): ``cfg.model`` built already, its weights loaded: the runner takes it
+            instead of building another and loads no checkpoint (``load_from`` stays in the config it logs).
+
+    Returns:
+        Runner: Built as ``Runner.from_cfg`` builds it.
+    """
+    if cfg.get('launcher') == 'pytorch' and not torch.cuda.is_available() and not dist.is_initialized():
         dist.init_process_group(backend=cfg.env_cfg.dist_cfg.backend)
-    if 'runner_type' not in cfg:
-        cfg.runner_type = OwnWorkDirRunner.__name__
-    return RUNNERS.build(cfg)
+    cfg.setdefault('runner_type', OwnWorkDirRunner.__name__)
+    if model is None:
+        return RUNNERS.build(cfg)
+    arguments = {name: copy.deepcopy(cfg[name]) for name in inspect.signature(Runner.__init__).parameters
+                 if name in cfg}  # Runner.from_cfg's arguments
+    return RUNNERS.get(cfg.runner_type)(**dict(arguments, model=model, load_from=None, resume=False, cfg=cfg))
 
 
 def parse_launch_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
@@ -112,9 +94,7 @@ def parse_launch_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
         '--allow-partial-load', action='store_true',
         help='load a checkpoint that does not hold exactly the model\'s weights (only the '
         'matching ones are loaded); without it such a checkpoint is refused before the run')
-    parser.add_argument(
-        '--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'], default='none',
-        help='job launcher')
+    parser.add_argument('--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'], default='none', help='job launcher')
     parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
     args = parser.parse_args()
     os.environ.setdefault('LOCAL_RANK', str(args.local_rank))

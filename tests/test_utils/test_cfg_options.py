@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from mmrmt.utils import PreflightError, apply_cfg_options, build_cpu_model, check_pretrained_checkpoints, read_config
+from mmrmt.utils import PreflightError, apply_cfg_options, build_cpu_model, read_config
 from helpers.tiny_configs import DET_CONFIG, SEG_CONFIG
+from helpers.tool_modules import import_tool
 
 
 def refusal(option: str, config: Path = DET_CONFIG) -> str:
@@ -77,7 +78,7 @@ def test_a_setting_that_is_none_names_how_to_replace_it(tmp_path):
     cfg = apply_cfg_options(read_config(str(config)), fixed)
     # the way the message names works: the run now reaches the check of that file
     with pytest.raises(PreflightError, match='^model.backbone.init_cfg checkpoint not found: x.pth$'):
-        check_pretrained_checkpoints(cfg)
+        import_tool('tools/train.py').check_pretrained_checkpoints(cfg.model)
 
 
 @pytest.mark.parametrize('option', [

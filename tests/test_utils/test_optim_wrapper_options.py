@@ -7,7 +7,6 @@ import sys
 import pytest
 from mmengine.config import Config
 
-import mmrmt.utils.amp as amp
 from mmrmt.utils import PreflightError, apply_cfg_options
 from helpers.tool_modules import REPO, exit_line, import_tool
 
@@ -50,8 +49,9 @@ def test_amp_optim_wrapper_without_a_device_is_one_line_before_the_work_dir(tmp_
 
 
 def test_other_wrappers_and_a_device_pass(monkeypatch):
-    amp.check_optim_wrapper_device(sgd_config())
-    amp.check_optim_wrapper_device(Config(dict(optim_wrapper=dict(type='CPUAmpOptimWrapper'))))
+    check_optim_wrapper_device = import_tool('tools/train.py').check_optim_wrapper_device
+    check_optim_wrapper_device(sgd_config())
+    check_optim_wrapper_device(Config(dict(optim_wrapper=dict(type='CPUAmpOptimWrapper'))))
     import mmengine.device
     monkeypatch.setattr(mmengine.device, 'is_cuda_available', lambda: True)
-    amp.check_optim_wrapper_device(Config(dict(optim_wrapper=dict(type='AmpOptimWrapper'))))
+    check_optim_wrapper_device(Config(dict(optim_wrapper=dict(type='AmpOptimWrapper'))))

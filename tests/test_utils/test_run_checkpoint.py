@@ -5,9 +5,10 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from mmrmt.utils import (PreflightError, build_cpu_model, check_pretrained_checkpoints, check_run_checkpoint,
-                         config_model_specs, latest_checkpoint, read_config, read_run_checkpoint)
+from mmrmt.utils import (PreflightError, build_cpu_model, check_run_checkpoint, config_model_specs, read_config,
+                         read_run_checkpoint)
 from helpers.tiny_configs import DET_CONFIG
+from helpers.tool_modules import import_tool
 
 UNREADABLE = 'is not a readable PyTorch checkpoint: '
 ROLES = ['checkpoint', '--resume checkpoint', 'load_from checkpoint']
@@ -65,7 +66,8 @@ def test_a_backbone_file_cannot_be_resumed(tmp_path):
 
 
 def test_resume_without_a_checkpoint_in_the_work_dir(tmp_path):
-    assert refusal(latest_checkpoint, str(tmp_path)) == (
+    set_start_checkpoint = import_tool('tools/train.py').set_start_checkpoint
+    assert refusal(set_start_checkpoint, Config(dict(work_dir=str(tmp_path))), 'auto') == (
         f'--resume found no checkpoint to resume from in {tmp_path} (no last_checkpoint file); name one with '
         '--resume CKPT, or train from scratch without --resume')
 
@@ -98,6 +100,6 @@ def test_an_unreadable_pretrained_backbone_file(tmp_path):
     torch.save({'state_dict': {'w': torch.zeros(64)}}, path)
     path.write_bytes(path.read_bytes()[:100])
     cfg = Config(dict(model=dict(backbone=dict(init_cfg=dict(type='Pretrained', checkpoint=str(path))))))
-    assert refusal(check_pretrained_checkpoints, cfg) == (
+    assert refusal(import_tool('tools/train.py').check_pretrained_checkpoints, cfg.model) == (
         f'model.backbone.init_cfg checkpoint {path} {UNREADABLE}the file is truncated or corrupted (its zip '
         'directory is missing)')

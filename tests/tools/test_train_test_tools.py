@@ -2,11 +2,16 @@
 checkpoints; tools/test.py evaluates them with the configs' metrics (both
 runs are the shared fixtures of conftest.py)."""
 import pickle
+import sys
+from typing import Callable
 
 import numpy as np
+import torch
+from mmengine.registry import MODELS
 from PIL import Image
 
-from tool_process import load_checkpoint, metric
+from helpers.tool_modules import import_tool
+from tool_process import DET_CONFIG, det_data_options, load_checkpoint, metric
 
 
 def test_train_writes_detection_checkpoints(det_work_dir):
@@ -35,3 +40,27 @@ def test_segmentation_train_then_test_prints_miou(seg_work_dir, seg_test_run):
     labels = np.asarray(Image.open(label_maps[0]))
     assert labels.shape == (128, 128) and 1 <= labels.min() and labels.max() <= 5
     assert len(list(seg_test_run.show.rglob('*.png'))) == 8
+
+
+def recording(function: Callable, calls: list, what: Callable) -> Callable:
+    """``function``, appending ``what(its first argument)`` to ``calls`` at each call."""
+    def record(first, *args, **kwargs):
+        calls.append(what(first))
+        return function(first, *args, **kwargs)
+    return record
+
+
+def test_test_builds_the_model_once_and_reads_its_checkpoint_once(det_work_dir, demo_root, tmp_path, monkeypatch):
+    """One build, one read of the file: the runner tests the model the tool built, with the checkpoint's weights."""
+    checkpoint, builds, reads, tested = det_work_dir / 'iter_4.pth', [], [], []
+    tool = import_tool('tools/test.py')
+    monkeypatch.setattr(MODELS, 'build', recording(MODELS.build, builds, lambda cfg: cfg.get('type')))
+    monkeypatch.setattr(torch, 'load', recording(torch.load, reads, str))
+    monkeypatch.setattr(tool, 'run_phase', recording(tool.run_phase, tested, lambda runner: runner.model.state_dict()))
+    monkeypatch.setattr(sys, 'argv', ['test.py', str(DET_CONFIG), str(checkpoint), '--work-dir', str(tmp_path / 'w'),
+                                      '--cfg-options', 'test_dataloader.dataset.indices=1',
+                                      *det_data_options(demo_root)])
+    tool.main()
+    assert builds.count('MaskRCNN') == 1 and reads.count(str(checkpoint)) == 1
+    weights = load_checkpoint(checkpoint)['state_dict']
+    assert tested[0].keys() == weights.keys() and all(torch.equal(tested[0][key], weights[key]) for key in weights)

@@ -28,7 +28,7 @@ from mmengine.config import Config
 
 from mmrmt.utils import (PreflightError, check_new_file, check_run_checkpoint, check_writable, config_model_specs,
                          read_config, run_main)
-from mmrmt.utils.model_kind import check_deploy_config_fits
+from mmrmt.utils.model_kind import config_model_kind
 
 MMDEPLOY_HINT = ('install the mmdeploy extra: make setup, or pip install --no-deps -c requirements/constraints.txt '
                  '-r requirements/mmdeploy.txt')
@@ -64,6 +64,23 @@ def check_deploy_config(path: str) -> Config:
         raise PreflightError(f'{path}: codebase {cfg.codebase_config.get("type")!r} is not one of '
                              f'{", ".join(CODEBASES)}')
     return cfg
+
+
+def check_deploy_config_fits(deploy_cfg: Config, deploy_config: str, model_cfg: Config, model_config: str) -> None:
+    """Fail if an mmdet deploy config's outputs lack the masks of a model with a mask head, or the reverse
+    (one line naming the deploy config that fits: ``detection_`` and ``instance-seg_`` swapped, if it exists)."""
+    model_masks = config_model_kind(model_cfg) == 'two_stage+masks'
+    outputs = deploy_cfg.onnx_config.get('output_names') or []
+    if deploy_cfg.codebase_config.get('type') != 'mmdet' or model_masks == ('masks' in outputs):
+        return
+    wanted, given = ('instance-seg_', 'detection_') if model_masks else ('detection_', 'instance-seg_')
+    folder, name = osp.split(deploy_config)
+    fitting = osp.join(folder, name.replace(given, wanted, 1))
+    if given not in name or not osp.isfile(fitting):
+        fitting = f'configs/deploy/{wanted}onnxruntime_*.py'
+    raise PreflightError(f'{deploy_config} converts detectors {"without" if model_masks else "with"} masks '
+                         f'(outputs {", ".join(outputs)}), but {model_config} ({model_cfg.model.get("type")}) has '
+                         f'{"a" if model_masks else "no"} mask head: use {fitting}')
 
 
 def preflight(args: argparse.Namespace) -> Tuple[Config, Config, str]:

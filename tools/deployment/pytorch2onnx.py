@@ -94,11 +94,12 @@ def check_modules(names: Sequence[str]) -> None:
 
 
 def preflight(args: argparse.Namespace) -> Config:
-    """Check every input before anything is built; return the config."""
+    """Check every input before anything is built (``args.checkpoint``: ``--weights`` as read); return the config."""
     cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
     check_output_file(args)
-    if args.weights is not None:
-        read_run_checkpoint(args.weights, '--weights checkpoint')
+    args.checkpoint = None if args.weights is None else read_run_checkpoint(args.weights, '--weights checkpoint')
+    if args.weights is not None and args.checkpoint is None:
+        raise PreflightError(f'--weights {args.weights}: give a local file or an http(s) URL')
     low = MIN_DYNAMIC_SIZE if args.dynamic else 1
     if min(args.shape) < low:
         raise PreflightError(f'--shape must be at least {low} (H W){" with --dynamic" * args.dynamic}, '
@@ -127,20 +128,21 @@ def preflight(args: argparse.Namespace) -> Config:
     return cfg
 
 
-def build_model(cfg: Config, weights: Optional[str]) -> torch.nn.Module:
-    """The config's model on the CPU in eval mode, BN for SyncBN, with ``weights`` loaded strictly.
+def build_model(cfg: Config, checkpoint: Optional[dict], weights: str = '--weights') -> torch.nn.Module:
+    """The config's model on the CPU in eval mode, BN for SyncBN, with ``checkpoint`` (read from the file
+    ``weights``) loaded strictly.
 
-    Without ``weights``: the initialisation a training run starts from, but
+    Without ``checkpoint``: the initialisation a training run starts from, but
     for the backbone's pretrained checkpoint (nothing is downloaded), drawn
     from seed :data:`INIT_SEED`: two exports of one config hold the same
     weights (so that their outputs can be compared).
     """
     cfg.model.backbone.pop('init_cfg', None)
-    if weights is None:
+    if checkpoint is None:
         return build_seeded_model(cfg)
     model = build_cpu_model(cfg)
     try:
-        load_model_weights(model, weights)
+        load_model_weights(model, checkpoint, weights)
     except ValueError as error:
         raise PreflightError(f'--weights {error}') from error
     return model.eval()
@@ -158,7 +160,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     cfg = preflight(args)
     try:
-        model = TensorModeModel(build_model(cfg, args.weights), args.backbone_only)
+        model = TensorModeModel(build_model(cfg, args.checkpoint, args.weights), args.backbone_only)
     except ValueError as error:  # a model without a tensor mode the export supports
         raise PreflightError(str(error)) from error
     if args.dynamic and not model.size_is_dynamic:
