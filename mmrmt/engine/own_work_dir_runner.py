@@ -12,6 +12,7 @@ from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.atomic_file import remove_leftover_temporaries, replaced_atomically
 from mmrmt.checkpoint import is_remote, read_checkpoint
+from mmrmt.registry import RUNNERS as MMRMT_RUNNERS
 from mmrmt.run_claim import ClaimError, RunClaim
 from mmrmt.upstream_fixes import make_checkpoint_inert
 from .inductor_options import compile_setting_problem
@@ -42,6 +43,7 @@ def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
         sys.exit(f'error: {role} {error}; {fix}')
 
 
+@MMRMT_RUNNERS.register_module()
 @RUNNERS.register_module()
 class OwnWorkDirRunner(Runner):
     """mmengine's :class:`~mmengine.runner.Runner` (same arguments), keeping to a work dir of its own.

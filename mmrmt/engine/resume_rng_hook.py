@@ -8,6 +8,8 @@ from mmengine.dist import get_world_size
 from mmengine.hooks import Hook
 from mmengine.registry import HOOKS
 
+from mmrmt.registry import HOOKS as MMRMT_HOOKS
+
 CHECKPOINT_KEY = 'torch_rng_state'
 
 
@@ -77,6 +79,7 @@ class RestoreAtFirstNewBatch:
         return getattr(self._iterator, name)
 
 
+@MMRMT_HOOKS.register_module()
 @HOOKS.register_module()
 class ResumeRNGHook(Hook):
     """Save the random generator states (torch's CPU and CUDA ones, numpy's global one, Python's
