@@ -6,10 +6,7 @@ module, finds the ``mmrmt`` child of its own registry and imports the child's ``
 registries import ``mmdet.models``), so ``custom_imports=dict(imports=['mmrmt'])`` is all a config needs.
 The core's models are registered in mmdet's and mmseg's ``MODELS`` by :mod:`mmrmt.openmmlab_layer`.
 """
-from mmengine.registry import HOOKS as MMENGINE_HOOKS
-from mmengine.registry import MODELS as MMENGINE_MODELS
-from mmengine.registry import RUNNERS as MMENGINE_RUNNERS
-from mmengine.registry import Registry
+from mmengine.registry import HOOKS as MMENGINE_HOOKS, MODELS as MMENGINE_MODELS, RUNNERS as MMENGINE_RUNNERS, Registry
 
 #: mmrmt's models that need mmdet and only some runs use (the TTA model of ``--tta``).
 MODELS = Registry('model', parent=MMENGINE_MODELS, scope='mmrmt', locations=['mmrmt.models.test_time_augs'])
