@@ -1,15 +1,9 @@
-"""The config an mmengine run saved in its checkpoints (``meta['cfg']``, Python text that
-``Config.fromstring`` would run), read as data and never run.
-
-The text is parsed with :mod:`ast` and only literals are accepted (numbers,
-strings, ``True`` / ``False`` / ``None``, lists, tuples, sets, dicts and
-``dict(...)`` with keyword arguments after at most one ``{...}``); anything else
-refuses the whole text, unread. Before parsing, the size, the bracket depth and
-the tokens are bounded (an operator other than one sign before a number is
-refused), so no text can exhaust the parser; values are finite numbers of at most
-:data:`MAX_NUMBER_CHARS` characters, hashable keys, strings without mmengine's
-``{{ ... }}`` templates.
-"""
+"""The config an mmengine run saved in its checkpoints (``meta['cfg']``, Python text that ``Config.fromstring``
+would run), read as data and never run: ``name = literal`` statements only (numbers, strings, ``True`` / ``False`` /
+``None``, lists, tuples, sets, dicts, ``dict(...)`` with keywords after at most one ``{...}``), else the whole text is
+refused. The size, bracket depth and tokens are bounded before parsing, so no text can exhaust the parser; values
+are finite numbers of at most :data:`MAX_NUMBER_CHARS` characters, hashable keys, strings without mmengine's
+``{{ ... }}`` templates."""
 import ast
 import io
 import math
@@ -30,8 +24,8 @@ OPENERS, CLOSERS = frozenset('([{'), frozenset(')]}')
 SIGN_FOLLOWS = OPENERS | frozenset(',:=')
 #: mmengine's templates, substituted by ``Config.fromfile`` / ``fromstring`` in the text.
 TEMPLATE = re.compile(r'\{\{.*?\}\}', re.DOTALL)
-#: The ``meta`` key whose text mmengine's ``Runner.resume`` runs (``Config.fromstring``) to compare
-#: the previous run's ``gpu_ids``; mmcv 1.x scripts saved their config under it.
+#: The ``meta`` key whose text mmengine's ``Runner.resume`` runs (``Config.fromstring``) for the previous run's
+#: ``gpu_ids`` (mmcv 1.x scripts saved their config there).
 RESUMED_CONFIG_KEY = 'config'
 
 
@@ -40,9 +34,8 @@ class NotPlainData(ValueError):
 
 
 def scan_tokens(text: str) -> None:
-    """Fail before parsing on text no literal needs (an operator, a run of signs, deep nesting):
-    :class:`NotPlainData` naming the line and the token; ``SyntaxError`` or ``tokenize.TokenError``
-    where the text is not Python (what came before was scanned, so ``ast.parse`` can say where)."""
+    """Fail before parsing on text no literal needs (an operator, a run of signs, deep nesting): :class:`NotPlainData`
+    naming the line and the token; ``SyntaxError`` or ``tokenize.TokenError`` where the text is not Python."""
     depth, previous = 0, None
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         line = token.start[0]
@@ -138,28 +131,23 @@ def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]
         except (SyntaxError, tokenize.TokenError) as error:  # what came before was scanned:
             ast.parse(text)  # the parser raises SyntaxError at that place
             raise SyntaxError(str(error.args[0])) from None
-        tree = ast.parse(text)
-    except NotPlainData as error:
-        raise ValueError(f'{refused}: {error}; {fix}') from None
-    except SyntaxError as error:
-        raise ValueError(f'the config saved in {source} is not readable: line {error.lineno}: '
-                         f'{error.msg}') from None
-    settings: Dict[str, Any] = {}
-    try:
-        for statement in tree.body:
+        settings: Dict[str, Any] = {}
+        for statement in ast.parse(text).body:
             if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
                     and isinstance(statement.targets[0], ast.Name)):
                 raise NotPlainData(f'line {statement.lineno}: a {type(statement).__name__} statement, '
                                    'not name = value')
             settings[statement.targets[0].id] = literal_value(statement.value)
+        return settings
     except NotPlainData as error:
         raise ValueError(f'{refused}: {error}; {fix}') from None
-    return settings
+    except SyntaxError as error:
+        raise ValueError(f'the config saved in {source} is not readable: line {error.lineno}: '
+                         f'{error.msg}') from None
 
 
 def resumed_config(checkpoint: dict, source: str = 'a checkpoint') -> Optional[Dict[str, Any]]:
-    """The settings of ``meta['config']`` read as data (a ``ValueError`` if they are not plain data:
-    mmengine's resume would run code); None when the checkpoint has none."""
+    """The settings of ``meta['config']`` read as data (a ``ValueError`` if not plain data); None without one."""
     meta = checkpoint.get('meta')
     if not (isinstance(meta, dict) and RESUMED_CONFIG_KEY in meta):
         return None
@@ -167,22 +155,15 @@ def resumed_config(checkpoint: dict, source: str = 'a checkpoint') -> Optional[D
 
 
 def make_resumed_config_inert(checkpoint: dict) -> None:
-    """Leave in ``meta['config']`` of a loaded checkpoint (in memory) only ``gpu_ids = <literal>``, read
-    from the original as data, what mmengine's resume compares; the key is dropped when the original is
-    not plain data."""
+    """Leave in ``meta['config']`` of a loaded checkpoint (in memory) only what mmengine's resume uses, the
+    length of ``gpu_ids`` (read as data): ``gpu_ids = [0, 1]`` or ``gpu_ids = None``; the key is dropped when the
+    original is not plain data."""
     try:
         settings = resumed_config(checkpoint)
     except ValueError:
         del checkpoint['meta'][RESUMED_CONFIG_KEY]
         return
-    if settings is None:
-        return
-    inert = f"gpu_ids = {settings.get('gpu_ids')!r}\n"
-    try:  # a second line of defence: what is left must read back as the same plain data
-        same = read_saved_config(inert) == dict(gpu_ids=settings.get('gpu_ids'))
-    except ValueError:
-        same = False
-    if same:
-        checkpoint['meta'][RESUMED_CONFIG_KEY] = inert
-    else:
-        del checkpoint['meta'][RESUMED_CONFIG_KEY]
+    if settings is not None:
+        gpu_ids = settings.get('gpu_ids')
+        kept = list(range(len(gpu_ids))) if isinstance(gpu_ids, (list, tuple)) else None
+        checkpoint['meta'][RESUMED_CONFIG_KEY] = f'gpu_ids = {kept}\n'
