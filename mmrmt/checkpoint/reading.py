@@ -1,9 +1,6 @@
-"""Read a checkpoint file or http(s) URL safely and take its weights out: the one read of mmrmt.
-
-A PyTorch file is read by the weights-only unpickler (:mod:`.weights_only`); a safetensors file (named so,
-or recognised by its header) holds tensors and a text header only. Every problem is one line naming the
-file: ``FileNotFoundError``, ``ValueError`` or, for Python objects, ``CheckpointRefusedError``.
-"""
+"""The one read of mmrmt: a checkpoint file or http(s) URL, read safely (a PyTorch file weights only, a safetensors
+file, by name or header, as tensors and a text header), and its weights taken out. Every problem is one line naming
+the file: ``FileNotFoundError``, ``ValueError`` or, for Python objects, ``CheckpointRefusedError``."""
 import json
 import os
 import os.path as osp
@@ -60,25 +57,17 @@ def copy_dropped_if_refused(url: str) -> Iterator[None]:
 
 
 def fetch_checkpoint(url: str) -> str:
-    """The copy of ``url`` in torch's hub cache (where mmengine's loaders look too), downloaded unless there.
-
-    Raises:
-        ValueError: It could not be downloaded (nothing is left behind).
-    """
+    """The copy of ``url`` in torch's hub cache (where mmengine's loaders look too), downloaded unless there; a
+    ``ValueError`` saying why it could not be."""
     local = hub_copy(url)
-    if osp.isfile(local):
-        return local
-    folder = osp.dirname(local)
-    made = not osp.isdir(folder)
     try:
-        os.makedirs(folder, exist_ok=True)
-        torch.hub.download_url_to_file(url, local, progress=False)
+        if not osp.isfile(local):
+            os.makedirs(osp.dirname(local), exist_ok=True)
+            torch.hub.download_url_to_file(url, local, progress=False)
         return local
     except OSError as error:  # urllib's HTTPError and URLError, a timeout, an unwritable cache
         reason = (f'HTTP {error.code} {error.reason}' if hasattr(error, 'code') else str(error.reason)
                   if hasattr(error, 'reason') else error.strerror or type(error).__name__)
-    if made and osp.isdir(folder) and not os.listdir(folder):
-        os.rmdir(folder)
     raise ValueError(f'{url} could not be fetched ({reason}); mmrmt downloads a checkpoint only when the '
                      'network allows: download it yourself and give the file\'s path')
 
@@ -95,8 +84,7 @@ def is_safetensors_head(head: bytes) -> bool:
 
 
 def checkpoint_file_problem(filename: str) -> Optional[str]:
-    """Why an existing local file cannot be a PyTorch or safetensors checkpoint, judged by its bytes; None when it
-    may be one."""
+    """Why an existing local file cannot be a PyTorch or safetensors checkpoint, by its bytes; None if it may be."""
     head = file_head(filename)
     if not head:
         return 'the file is empty (0 bytes)'

@@ -18,8 +18,7 @@ MAX_NESTING = 50
 #: The longest number read (a float's repr has at most 24; a longer one could pass Python's int-string limit).
 MAX_NUMBER_CHARS = 50
 #: The operator tokens of literals; ``+`` / ``-`` only as the sign of a number, after the start of a value.
-LITERAL_OPERATORS = frozenset('()[]{},:=')
-SIGNS = frozenset('+-')
+LITERAL_OPERATORS, SIGNS = frozenset('()[]{},:='), frozenset('+-')
 OPENERS, CLOSERS = frozenset('([{'), frozenset(')]}')
 SIGN_FOLLOWS = OPENERS | frozenset(',:=')
 #: mmengine's templates, substituted by ``Config.fromfile`` / ``fromstring`` in the text.
@@ -36,30 +35,21 @@ class NotPlainData(ValueError):
 def scan_tokens(text: str) -> None:
     """Fail before parsing on text no literal needs (an operator, a run of signs, deep nesting): :class:`NotPlainData`
     naming the line and the token; ``SyntaxError`` or ``tokenize.TokenError`` where the text is not Python."""
-    depth, previous = 0, None
+    depth, previous_op = 0, None  # the previous token's string where it is an operator
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        line = token.start[0]
-        if previous is not None and previous.type == tokenize.OP and previous.string in SIGNS and (
-                token.type != tokenize.NUMBER):
-            raise NotPlainData(f'line {line}: the sign {previous.string} is not before a number')
-        if token.type == tokenize.NUMBER and len(token.string) > MAX_NUMBER_CHARS:
-            raise NotPlainData(f'line {line}: a number of {len(token.string):,} characters (at most '
-                               f'{MAX_NUMBER_CHARS} are read)')
-        if token.type == tokenize.OP:
-            if token.string in SIGNS:
-                if not (previous is not None and previous.type == tokenize.OP
-                        and previous.string in SIGN_FOLLOWS):
-                    raise NotPlainData(f'line {line}: the operator {token.string!r} is not part of a literal')
-            elif token.string not in LITERAL_OPERATORS:
-                raise NotPlainData(f'line {line}: the operator {token.string!r} is not part of a literal')
-            elif token.string in OPENERS:
-                depth += 1
-                if depth > MAX_NESTING:
-                    raise NotPlainData(f'line {line}: brackets nested more than {MAX_NESTING} deep')
-            elif token.string in CLOSERS:
-                depth -= 1
+        line, string, is_op = token.start[0], token.string, token.type == tokenize.OP
+        if previous_op in SIGNS and token.type != tokenize.NUMBER:
+            raise NotPlainData(f'line {line}: the sign {previous_op} is not before a number')
+        if token.type == tokenize.NUMBER and len(string) > MAX_NUMBER_CHARS:
+            raise NotPlainData(f'line {line}: a number of {len(string):,} characters (at most {MAX_NUMBER_CHARS} '
+                               'are read)')
+        if is_op and (string not in LITERAL_OPERATORS | SIGNS or string in SIGNS and previous_op not in SIGN_FOLLOWS):
+            raise NotPlainData(f'line {line}: the operator {string!r} is not part of a literal')
+        depth += is_op and (string in OPENERS) - (string in CLOSERS)
+        if depth > MAX_NESTING:
+            raise NotPlainData(f'line {line}: brackets nested more than {MAX_NESTING} deep')
         if token.type not in (tokenize.NL, tokenize.COMMENT):
-            previous = token
+            previous_op = string if is_op else None
 
 
 def checked_constant(node: ast.Constant) -> Any:
