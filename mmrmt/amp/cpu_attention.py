@@ -17,16 +17,11 @@ from mmrmt.cpu_features import cpu_features
 AMX_TILES = {torch.bfloat16: 'amx_bf16', torch.float16: 'amx_fp16'}
 
 
-def uses_amx_tiles(dtype: torch.dtype, flags: FrozenSet[str], capability: str) -> bool:
-    """Whether torch's fused CPU attention computes ``dtype`` on AMX tiles on a CPU of ``flags`` (/proc/cpuinfo)
-    under the ATen kernel set ``capability`` (e.g. 'AVX2'): it has the tiles and the kernel set is AVX-512's."""
-    return AMX_TILES.get(dtype) in flags and capability.upper().startswith('AVX512')
-
-
 def half_precision_kernel_runs(dtype: torch.dtype, flags: FrozenSet[str], capability: str) -> bool:
-    """Whether torch's fused CPU attention runs half-precision ``dtype``: everywhere but on a CPU with tiles for
-    ``dtype`` under a kernel set below AVX-512."""
-    return AMX_TILES[dtype] not in flags or uses_amx_tiles(dtype, flags, capability)
+    """Whether torch's fused CPU attention runs half-precision ``dtype`` on a CPU of ``flags`` (/proc/cpuinfo) under
+    the ATen kernel set ``capability`` (e.g. 'AVX2'): everywhere but on a CPU with tiles for ``dtype`` under a kernel
+    set below AVX-512's, the only one that packs operands for them."""
+    return AMX_TILES[dtype] not in flags or capability.upper().startswith('AVX512')
 
 
 def cpu_attention_dtypes(flags: FrozenSet[str], capability: str, backward: bool) -> Dict[torch.dtype, torch.dtype]:

@@ -45,21 +45,13 @@ def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
 @MMRMT_RUNNERS.register_module()
 @RUNNERS.register_module()
 class OwnWorkDirRunner(Runner):
-    """mmengine's :class:`~mmengine.runner.Runner` (same arguments), keeping to a work dir of its own.
-
-    * Before the work dir exists, a local ``load_from`` must hold weights only (:func:`check_checkpoint_to_load`)
-      and the config's ``compile`` options must exist: the checkpoint gate of every launcher.
-    * Rank 0 claims the work dir (:func:`work_dir_claim`) before anything is written: a second run ends with one
-      line naming the running one. ``train()``, ``val()`` and ``test()`` give the claim back, also on errors.
-    * ``resume=True`` without ``load_from`` resumes from the checkpoint ``last_checkpoint`` names, moved into the
-      run's own folder (a copied work dir: :func:`~mmrmt.engine.own_last_checkpoint`), as are the message hub's
-      checkpoint paths, so a new best checkpoint never deletes another work dir's.
-    * A :class:`~mmrmt.engine.ResumeRNGHook` unless the hooks hold one; every checkpoint it loads holds in
-      ``meta['config']`` (the text mmengine's resume runs) only plain data.
-    * A local checkpoint is written to a temporary file and moved into place.
-
-    mmrmt's configs select it (``runner_type='mmrmt.OwnWorkDirRunner'``), which mmdet's and mmseg's own tools
-    honour (mmseg's test.py through the upstream fix ``honoured-runner-type``).
+    """mmengine's :class:`~mmengine.runner.Runner` (same arguments), keeping to a work dir of its own: the checkpoint
+    gate of every launcher (a local ``load_from`` holding weights only, the ``compile`` options known, before the work
+    dir exists), one run at a time (:func:`work_dir_claim`, taken by rank 0 before anything is written, given back
+    after ``train()``, ``val()`` or ``test()``), ``resume=True`` from the run's own checkpoints (moved into its folder:
+    :func:`~mmrmt.engine.own_last_checkpoint`, the message hub's paths too), a :class:`ResumeRNGHook` unless the hooks
+    hold one, plain data only in a loaded ``meta['config']``, local checkpoints written whole. mmrmt's configs select
+    it (``runner_type='mmrmt.OwnWorkDirRunner'``); mmseg's test.py through the upstream fix ``honoured-runner-type``.
     """
 
     honoured_by_from_cfg = True

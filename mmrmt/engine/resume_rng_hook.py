@@ -43,10 +43,9 @@ def set_torch_rng_states(state: Dict[str, Any]) -> None:
 
 class RestoreAtFirstNewBatch:
     """An iteration-based loop's ``dataloader_iterator`` while a resumed run catches up with the data (upstream
-    mmengine fetches the trained batches again, the onedl fork's ``skip_iter`` skips them, its
-    ``fast_forward_on_resume`` neither): numpy's and Python's generators are set just before the first new batch is
-    loaded, torch's just after (the fork makes the DataLoader's iterator only then, drawing a seed the
-    uninterrupted run drew before the checkpoint); then the loop gets its iterator back.
+    mmengine fetches the trained batches again, the onedl fork skips them, or with ``fast_forward_on_resume`` neither):
+    numpy's and Python's generators are set just before the first new batch is loaded, torch's just after (the fork
+    makes the DataLoader's iterator only then, drawing a seed); then the loop gets its iterator back.
 
     Args:
         loop: The iteration-based train loop.
