@@ -91,8 +91,7 @@ def kind_problem(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str,
 
 
 def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, TensorSpec]) -> Optional[str]:
-    """Which tensors of a fitting file load cast, e.g. ``'210 float16 tensors load as float32 (the model's
-    dtypes)'``; None if none."""
+    """Which tensors of a fitting file load cast (``'210 float16 tensors load as float32 ...'``); None if none."""
     casts = Counter((dtype_name(spec.dtype), dtype_name(model_specs[key].dtype)) for key, spec in file_specs.items()
                     if key in model_specs and spec.dtype != model_specs[key].dtype)
     if not casts:

@@ -10,8 +10,7 @@ from mmrmt.models.backbones.arch import nearest_name
 
 
 def inductor_option_problem(name: str, value: Any) -> Optional[str]:
-    """What is wrong with Inductor option ``name`` (underscores) set to ``value`` (an unknown option, naming the
-    nearest, or a value of another type); None if nothing."""
+    """What is wrong with Inductor option ``name`` set to ``value`` (unknown, or of another type); None if nothing."""
     from torch._inductor import config
 
     known = config.get_config_copy()

@@ -70,8 +70,7 @@ def own_last_checkpoint(work_dir: str, out_dir: Optional[str] = None) -> Tuple[O
 
 
 def keep_checkpoint_paths_own(message_hub: MessageHub, folder: str) -> None:
-    """Move the checkpoint paths of a resumed message hub into ``folder`` (CheckpointHook deletes the previous best
-    checkpoint at that path)."""
+    """Move a resumed message hub's checkpoint paths into ``folder`` (CheckpointHook deletes the old best one)."""
     for key, value in list(message_hub.runtime_info.items()):
         if key.startswith(CHECKPOINT_PATH_KEYS) and isinstance(value, str) and not is_inside(value, folder):
             message_hub.update_info(key, moved_into(value, folder))

@@ -24,8 +24,7 @@ WidthsDepths = Callable[[StateDict], Tuple[List[int], List[int]]]
 
 @dataclass(frozen=True)
 class BackboneConversion:
-    """How upstream files become files a backbone loads: the converter of their keys, and the channels and blocks
-    per stage that name the variant."""
+    """How upstream files become files a backbone loads: their keys' converter, and what names the variant."""
     backbone_cls: Type[PyramidBackbone]
     convert: Callable[[StateDict], StateDict]
     widths_depths: WidthsDepths
@@ -118,8 +117,7 @@ def convert_backbone_file(src: str, dst: str, conversion: BackboneConversion, fo
 
 
 def backbone_converter_main(family: str, doc: str) -> Callable[[Optional[List[str]]], Arch]:
-    """The ``main`` of the converter script of ``family`` (:data:`BACKBONE_CONVERSIONS`): parse ``src dst [--force]``
-    (described by the first line of ``doc``), then :func:`convert_backbone_file`."""
+    """The ``main`` of ``family``'s converter script: ``src dst [--force]`` (``doc``'s first line as its help)."""
     conversion = BACKBONE_CONVERSIONS[family]
 
     def main(argv: Optional[List[str]] = None) -> Arch:

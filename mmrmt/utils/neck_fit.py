@@ -17,8 +17,7 @@ def backbone_channels(backbone: nn.Module) -> Optional[List[int]]:
 
 
 def feature_readers(model: nn.Module) -> Iterator[Tuple[str, nn.Module]]:
-    """(setting, module) of what reads the backbone's features: the (first) neck, else the decode and auxiliary
-    heads."""
+    """(setting, module) of what reads the backbone's features: the (first) neck, else the decode heads."""
     neck = getattr(model, 'neck', None)
     if neck is not None:
         yield 'model.neck', neck[0] if isinstance(neck, nn.Sequential) else neck
