@@ -115,7 +115,9 @@ report = dict(engine=loaded('mmrmt.engine'), tools=loaded{TOOL_LAYER!r},
               hook_before_config=HOOKS.get('ResumeRNGHook') is not None)
 from mmengine.config import Config
 Config.fromfile(sys.argv[1])
-report.update(hook=HOOKS.get('ResumeRNGHook').__module__, runner_class=RUNNERS.get('OwnWorkDirRunner').__module__)
+report['engine_after_config'] = loaded('mmrmt.engine')  # the configs' scoped names import it when looked up
+report.update(hook=HOOKS.get('mmrmt.ResumeRNGHook').__module__,
+              runner_class=RUNNERS.get('mmrmt.OwnWorkDirRunner').__module__)
 from mmdet.registry import MODELS as MMDET_MODELS
 report['tta'] = MMDET_MODELS.get('mmrmt.InstanceSegTTAModel').__module__
 print(json.dumps(report))
@@ -145,6 +147,7 @@ def test_import_mmrmt_registers_the_backbones(import_report):
 
 
 def test_mmrmt_configs_register_the_runner_and_hook_they_name(import_report):
+    assert import_report['engine_after_config'] == []
     assert import_report['hook'] == 'mmrmt.engine.resume_rng_hook'
     assert import_report['runner_class'] == 'mmrmt.engine.own_work_dir_runner'
 

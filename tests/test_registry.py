@@ -1,9 +1,10 @@
 """``import mmrmt`` where only one of mmdet / mmseg can be imported registers
 the backbones in the other one; with neither it is the core alone (tests/test_core_without_openmmlab.py)
-and registers nothing in mmengine."""
+and registers nothing in mmengine. A config inheriting ours finds our runner and hook by their scoped names."""
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,39 @@ def test_import_with_neither_library_is_the_core_alone():
     '''))
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == 'core alone'
+
+
+#: A user's config: ours inherited, with ``custom_imports`` of its own naming mmrmt alone.
+USER_CONFIG = textwrap.dedent('''
+    _base_ = [{runtime!r}]
+    custom_imports = dict(imports=['mmrmt'], allow_failed_imports=False)
+    default_scope = {library!r}
+    model = dict(type='RMT', arch='t')
+    work_dir = {work_dir!r}
+''')
+
+BUILD_AS_THE_LIBRARY_TRAIN_SCRIPT = textwrap.dedent('''
+    import sys
+    from importlib import import_module
+    from mmengine.config import Config
+
+    cfg = Config.fromfile(sys.argv[1])
+    engine_before = 'mmrmt.engine' in sys.modules
+    runner = import_module(sys.argv[2] + '.registry').RUNNERS.build(cfg)
+    hooks = [type(hook).__name__ for hook in runner.hooks]
+    print(engine_before, type(runner).__name__, hooks.count('ResumeRNGHook'))
+''')
+
+
+@pytest.mark.slow  # a fresh process
+@pytest.mark.parametrize('library', ['mmdet', 'mmseg'])
+def test_our_runner_and_hook_are_found_with_mmrmt_alone_in_custom_imports(library, tmp_path):
+    """mmdet's and mmseg's tools/train.py build ``RUNNERS.build(cfg)`` from their scope: mmrmt's scoped names
+    import mmrmt.engine when first looked up, whatever list of imports a user's config sets."""
+    runtime = Path(__file__).resolve().parents[1] / 'configs' / '_base_' / 'mmrmt_runtime.py'
+    config = tmp_path / 'user_config.py'
+    config.write_text(USER_CONFIG.format(runtime=str(runtime), library=library, work_dir=str(tmp_path / 'work')))
+    result = subprocess.run([sys.executable, '-c', BUILD_AS_THE_LIBRARY_TRAIN_SCRIPT, str(config), library],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines()[-1] == 'False OwnWorkDirRunner 1'

@@ -14,6 +14,7 @@ class UsersOwnWorkDirRunner(OwnWorkDirRunner):
 
 @pytest.mark.parametrize('runner_type,expected', [
     ('OwnWorkDirRunner', OwnWorkDirRunner),
+    ('mmrmt.OwnWorkDirRunner', OwnWorkDirRunner),
     (UsersOwnWorkDirRunner, UsersOwnWorkDirRunner),
     (None, Runner),
     ('Runner', Runner),

@@ -1,15 +1,11 @@
 """mmcv's float32-only CPU kernels, and the box decoding before them, in float32 under CPU autocast.
 
-mmcv's ``RoIAlign`` and NMS have CPU kernels for float32 (and float64) only: under
-``torch.autocast('cpu', torch.bfloat16)`` a two-stage detector hands them the
-reduced-precision tensors the layers before computed and dies in the kernel
-(``"ROIAlign_forward" not implemented for 'BFloat16'``); autocast does not cover
-extension ops. Casting the features alone would not do: mmdet's RoI extractors
-cast the RoIs to the features' type, and bfloat16's 8 significant bits round a box
-corner at x = 1000 to a multiple of 4 pixels (box decoding likewise). So an RoI
-extractor given reduced-precision CPU features pools their exact float32 values at
-the float32 RoIs, and every head's ``predict_by_feat`` (decoding, NMS) gets float32
-inputs with autocast off; the layers between keep the autocast precision.
+mmcv's ``RoIAlign`` and NMS have float32 (and float64) CPU kernels only, and autocast does not cover extension ops:
+under ``torch.autocast('cpu', torch.bfloat16)`` a two-stage detector dies in the kernel (``"ROIAlign_forward" not
+implemented for 'BFloat16'``). Casting the features alone would not do: mmdet's RoI extractors cast the RoIs to the
+features' type, and bfloat16 rounds a box corner at x = 1000 to a multiple of 4 pixels. So an RoI extractor pools
+reduced-precision CPU features as float32 at float32 RoIs, and every head's ``predict_by_feat`` (decoding, NMS) gets
+float32 inputs with autocast off; the layers between keep the autocast precision.
 """
 import sys
 import types
@@ -64,9 +60,8 @@ def float32_roi_pooling(model: nn.Module) -> Iterator[nn.Module]:
 
 @contextmanager
 def float32_cpu_kernels(model: nn.Module) -> Iterator[nn.Module]:
-    """Within the block, ``model``'s RoI pooling and its heads' post-processing (each submodule whose class has
-    a ``predict_by_feat``: mmdet's dense, bbox and mask heads, mmseg's decode heads) run in float32 under CPU
-    autocast."""
+    """Within the block, ``model``'s RoI pooling and its heads' post-processing (each submodule whose class has a
+    ``predict_by_feat``: mmdet's and mmseg's heads) run in float32 under CPU autocast."""
     heads = [module for module in model.modules() if callable(getattr(type(module), 'predict_by_feat', None))]
     for head in heads:
         head.predict_by_feat = types.MethodType(predict_in_float32, head)

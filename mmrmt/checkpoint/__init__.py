@@ -7,7 +7,7 @@ from .reading import (StateDict, checkpoint_file_problem, copy_dropped_if_refuse
                       is_safetensors_name, is_url, read_checkpoint, written_by_mmengine)
 from .saved_config import make_resumed_config_inert, read_saved_config, resumed_config
 from .weights_only import (REFUSAL_ADVICE, CheckpointRefusedError, checkpoint_safe_globals, load_weights_only,
-                           load_with_checkpoint_types, one_line_reason)
+                           one_line_reason)
 from .writing import save_checkpoint, sha256_of
 
 __all__ = [
@@ -15,6 +15,5 @@ __all__ = [
     'specs', 'starts_with_any', 'StateDict', 'checkpoint_file_problem', 'extract_state_dict', 'is_remote',
     'is_safetensors_name', 'is_url', 'read_checkpoint', 'written_by_mmengine', 'make_resumed_config_inert',
     'read_saved_config', 'resumed_config', 'REFUSAL_ADVICE', 'CheckpointRefusedError', 'checkpoint_safe_globals',
-    'load_weights_only', 'load_with_checkpoint_types', 'one_line_reason', 'save_checkpoint', 'sha256_of',
-    'copy_dropped_if_refused'
+    'load_weights_only', 'one_line_reason', 'save_checkpoint', 'sha256_of', 'copy_dropped_if_refused'
 ]

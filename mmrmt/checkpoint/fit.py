@@ -1,11 +1,7 @@
-"""Whether a checkpoint's weights fit a model (the one check every loader and tool uses), and the strict loads
-built on it.
-
-A file fits when it holds each of the model's keys (but those it may lack) with the model's shape and kind
-of number (floating point, complex, integer, boolean: an int8 tensor cast into a float weight is a
-meaningless number), and no other key. Another dtype of the same kind (float16 into float32) is cast as
-``load_state_dict`` does, and logged. What does not fit is one line naming the first offending keys.
-"""
+"""Whether a checkpoint's weights fit a model (the one check every loader and tool uses), and the strict loads on it:
+each of the model's keys (but those it may lack) with the model's shape and kind of number (an int8 tensor cast into
+a float weight is meaningless), and no other key. Another dtype of the same kind is cast as ``load_state_dict`` does,
+and logged. What does not fit is one line naming the first offending keys."""
 import logging
 from collections import Counter
 from typing import Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence
@@ -19,8 +15,7 @@ logger = logging.getLogger(__name__)
 
 
 class TensorSpec(NamedTuple):
-    """What the fit check knows of a tensor: its shape and dtype."""
-
+    """What the fit check knows of a tensor."""
     shape: torch.Size
     dtype: torch.dtype
 
@@ -32,11 +27,8 @@ def specs(state_dict: Mapping[str, torch.Tensor]) -> Dict[str, TensorSpec]:
 
 def number_kind(dtype: torch.dtype) -> str:
     """'floating point', 'complex', 'boolean' or 'integer': the dtypes a tensor casts between meaningfully."""
-    if dtype.is_floating_point:
-        return 'floating point'
-    if dtype.is_complex:
-        return 'complex'
-    return 'boolean' if dtype == torch.bool else 'integer'
+    return ('floating point' if dtype.is_floating_point else 'complex' if dtype.is_complex
+            else 'boolean' if dtype == torch.bool else 'integer')
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -49,8 +41,7 @@ def starts_with_any(key: str, prefixes: Iterable[str]) -> bool:
 
 def first_few(items: Sequence[str], count: int = 5) -> str:
     """The first ``count`` items joined by commas, with how many more there are."""
-    more = f' and {len(items) - count} more' if len(items) > count else ''
-    return ', '.join(items[:count]) + more
+    return ', '.join(items[:count]) + (f' and {len(items) - count} more' if len(items) > count else '')
 
 
 def fit_problems(model_specs: Mapping[str, TensorSpec],
@@ -58,8 +49,8 @@ def fit_problems(model_specs: Mapping[str, TensorSpec],
                  may_be_missing: Sequence[str] = (),
                  owner_of: Optional[Callable[[str], str]] = None,
                  shape_hint: Optional[Callable[[str], str]] = None) -> List[str]:
-    """What keeps a checkpoint from loading strictly into a model: one phrase per kind of problem (other
-    shapes, other kinds of number, unexpected keys, missing keys), each naming the first few; empty if it fits.
+    """What keeps a checkpoint from loading strictly into a model: one phrase per kind of problem (shapes, kinds of
+    number, unexpected keys, missing keys), each naming the first few; empty if it fits.
 
     Args:
         model_specs (Mapping[str, TensorSpec]): The model's (:func:`specs` of its state dict).
@@ -89,8 +80,7 @@ def fit_problems(model_specs: Mapping[str, TensorSpec],
 
 
 def kind_problem(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, TensorSpec]) -> Optional[str]:
-    """The tensors both hold that the file holds in another kind of number, as one phrase naming the
-    first few (in the file's order); None if there are none."""
+    """The tensors the file holds in another kind of number than the model, as one phrase; None if none."""
     other_kind = [f'{key}: file {dtype_name(spec.dtype)} vs model {dtype_name(model_specs[key].dtype)}'
                   for key, spec in file_specs.items()
                   if key in model_specs and number_kind(spec.dtype) != number_kind(model_specs[key].dtype)]
@@ -101,8 +91,7 @@ def kind_problem(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str,
 
 
 def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, TensorSpec]) -> Optional[str]:
-    """Which tensors of a fitting file load cast to another dtype of the same kind, e.g. ``'210 float16
-    tensors load as float32 (the model's dtypes)'``; None if none."""
+    """Which tensors of a fitting file load cast (``'210 float16 tensors load as float32 ...'``); None if none."""
     casts = Counter((dtype_name(spec.dtype), dtype_name(model_specs[key].dtype)) for key, spec in file_specs.items()
                     if key in model_specs and spec.dtype != model_specs[key].dtype)
     if not casts:
@@ -125,9 +114,8 @@ def check_fit(model: nn.Module, state_dict: Mapping[str, torch.Tensor], source: 
 
 
 def load_model_weights(model: nn.Module, checkpoint: object, source: Optional[str] = None) -> object:
-    """Load every weight of ``model`` from ``checkpoint`` strictly (a path or URL read by
-    :func:`read_checkpoint`, or what that returned; ``source`` names it in messages) and return the checkpoint
-    as read: how every tool loads a checkpoint into the model it built.
+    """Load every weight of ``model`` strictly from ``checkpoint`` (a path or URL, or what :func:`read_checkpoint`
+    returned; ``source`` names it in messages) and return the checkpoint as read: how every tool loads one.
 
     Raises:
         FileNotFoundError, ValueError: See :func:`read_checkpoint`, :func:`extract_state_dict`, :func:`check_fit`.
@@ -149,8 +137,8 @@ def load_pretrained(model: nn.Module,
                     prefix: str = '',
                     convert: Optional[Callable[[StateDict], StateDict]] = None,
                     before_load: Optional[Callable[[], None]] = None) -> None:
-    """What ``init_cfg=dict(type='Pretrained')`` runs for a backbone: load ``filename`` strictly but for the
-    differences the backbone declares, and log what was left out (logger ``mmrmt``).
+    """What ``init_cfg=dict(type='Pretrained')`` runs: load ``filename`` strictly but for the differences the
+    backbone declares, and log what was left out (logger ``mmrmt``).
 
     Args:
         model (nn.Module): The backbone.
@@ -165,7 +153,7 @@ def load_pretrained(model: nn.Module,
     if convert is not None:
         state_dict = convert(state_dict)
     dropped = sorted(key for key in state_dict if starts_with_any(key, dropped_prefixes))
-    state_dict = {key: value for key, value in state_dict.items() if key not in set(dropped)}
+    state_dict = {key: value for key, value in state_dict.items() if not starts_with_any(key, dropped_prefixes)}
     missing = sorted(key for key in model.state_dict() if key not in state_dict)
     check_fit(model, state_dict, filename, new_prefixes,
               'Is it a checkpoint of another variant (check `arch`) or of another model?')

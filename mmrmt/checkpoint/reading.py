@@ -1,23 +1,18 @@
-"""Read a checkpoint file or http(s) URL safely and take its weights out: the one read of mmrmt.
-
-A PyTorch file is read by the weights-only unpickler (:mod:`.weights_only`); a safetensors file (named so,
-or recognised by its header) holds tensors and a text header only. Every problem is one line naming the
-file: ``FileNotFoundError``, ``ValueError`` or, for Python objects, ``CheckpointRefusedError``.
-"""
+"""The one read of mmrmt: a checkpoint file or http(s) URL, read safely (a PyTorch file weights only, a safetensors
+file, by name or header, as tensors and a text header), and its weights taken out. Every problem is one line naming
+the file: ``FileNotFoundError``, ``ValueError`` or, for Python objects, ``CheckpointRefusedError``."""
 import json
 import os
 import os.path as osp
 import zipfile
 from contextlib import contextmanager
-from pickle import UnpicklingError
 from typing import Dict, Iterator, Optional
-from urllib.error import HTTPError, URLError
 from urllib.parse import urlparse
 
 import torch
 from safetensors import safe_open
 
-from .weights_only import load_weights_only, one_line_reason
+from .weights_only import CheckpointRefusedError, load_weights_only, one_line_reason
 
 #: A network's weights: key -> tensor.
 StateDict = Dict[str, torch.Tensor]
@@ -43,16 +38,14 @@ def is_safetensors_name(path: object) -> bool:
 
 
 def hub_copy(url: str) -> str:
-    """Where torch's hub cache keeps the file of ``url`` (timm's loaders too):
-    ``<torch hub dir>/checkpoints/<file name>``."""
+    """Where torch's hub cache (and timm's loaders) keep the file of ``url``."""
     return osp.join(torch.hub.get_dir(), 'checkpoints', osp.basename(urlparse(url).path) or 'checkpoint.pth')
 
 
 @contextmanager
 def copy_dropped_if_refused(url: str) -> Iterator[None]:
-    """Within the block, a copy of ``url`` that the block puts into the hub cache (:func:`hub_copy`) is
-    removed again if the block raises: the file was refused and no loader may find it there later. A
-    copy that was there before is kept."""
+    """Within the block, a copy of ``url`` the block puts into the hub cache is removed again if the block raises
+    (the file was refused: no loader may find it there later); a copy that was there before is kept."""
     local = hub_copy(url)
     fetched_here = not osp.exists(local)
     try:
@@ -64,25 +57,17 @@ def copy_dropped_if_refused(url: str) -> Iterator[None]:
 
 
 def fetch_checkpoint(url: str) -> str:
-    """The local copy of ``url`` in torch's hub cache (where mmengine's loaders look too), downloaded unless
-    there (nothing left behind on failure); a ``ValueError`` saying why not and what to do."""
+    """The copy of ``url`` in torch's hub cache (where mmengine's loaders look too), downloaded unless there; a
+    ``ValueError`` saying why it could not be."""
     local = hub_copy(url)
-    folder = osp.dirname(local)
-    if osp.isfile(local):
-        return local
-    made = not osp.isdir(folder)
     try:
-        os.makedirs(folder, exist_ok=True)
-        torch.hub.download_url_to_file(url, local, progress=False)
+        if not osp.isfile(local):
+            os.makedirs(osp.dirname(local), exist_ok=True)
+            torch.hub.download_url_to_file(url, local, progress=False)
         return local
-    except HTTPError as error:
-        reason = f'HTTP {error.code} {error.reason}'
-    except URLError as error:
-        reason = str(error.reason)
-    except OSError as error:  # e.g. a timeout, a connection reset, an unwritable cache
-        reason = error.strerror or type(error).__name__
-    if made and osp.isdir(folder) and not os.listdir(folder):
-        os.rmdir(folder)
+    except OSError as error:  # urllib's HTTPError and URLError, a timeout, an unwritable cache
+        reason = (f'HTTP {error.code} {error.reason}' if hasattr(error, 'code') else str(error.reason)
+                  if hasattr(error, 'reason') else error.strerror or type(error).__name__)
     raise ValueError(f'{url} could not be fetched ({reason}); mmrmt downloads a checkpoint only when the '
                      'network allows: download it yourself and give the file\'s path')
 
@@ -99,8 +84,7 @@ def is_safetensors_head(head: bytes) -> bool:
 
 
 def checkpoint_file_problem(filename: str) -> Optional[str]:
-    """Why an existing local file cannot be a PyTorch or safetensors checkpoint, judged by its bytes
-    (empty, truncated, neither a zip archive nor a pickle); None when it may be one."""
+    """Why an existing local file cannot be a PyTorch or safetensors checkpoint, by its bytes; None if it may be."""
     head = file_head(filename)
     if not head:
         return 'the file is empty (0 bytes)'
@@ -154,15 +138,14 @@ def read_checkpoint(filename: str) -> object:
         raise ValueError(f'{unreadable}: {problem}')
     try:
         return load_weights_only(filename, map_location='cpu')
-    except UnpicklingError:  # CheckpointRefusedError: its own one line
+    except CheckpointRefusedError:  # its own one line
         raise
     except Exception as error:  # torch raises many kinds for a foreign file
         raise ValueError(f'{unreadable}: {one_line_reason(error)}') from error
 
 
 def written_by_mmengine(checkpoint: object) -> bool:
-    """Whether ``checkpoint`` was saved by an mmengine runner (e.g. tools/train.py): the whole model
-    under ``state_dict``, the run's config text in ``meta['cfg']``."""
+    """Whether ``checkpoint`` was saved by an mmengine runner (``meta['mmengine_version']``)."""
     return (isinstance(checkpoint, dict) and isinstance(checkpoint.get('meta'), dict)
             and 'mmengine_version' in checkpoint['meta'])
 

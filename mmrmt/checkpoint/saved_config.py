@@ -1,15 +1,9 @@
-"""The config an mmengine run saved in its checkpoints (``meta['cfg']``, Python text that
-``Config.fromstring`` would run), read as data and never run.
-
-The text is parsed with :mod:`ast` and only literals are accepted (numbers,
-strings, ``True`` / ``False`` / ``None``, lists, tuples, sets, dicts and
-``dict(...)`` with keyword arguments after at most one ``{...}``); anything else
-refuses the whole text, unread. Before parsing, the size, the bracket depth and
-the tokens are bounded (an operator other than one sign before a number is
-refused), so no text can exhaust the parser; values are finite numbers of at most
-:data:`MAX_NUMBER_CHARS` characters, hashable keys, strings without mmengine's
-``{{ ... }}`` templates.
-"""
+"""The config an mmengine run saved in its checkpoints (``meta['cfg']``, Python text that ``Config.fromstring``
+would run), read as data and never run: ``name = literal`` statements only (numbers, strings, ``True`` / ``False`` /
+``None``, lists, tuples, sets, dicts, ``dict(...)`` with keywords after at most one ``{...}``), else the whole text is
+refused. The size, bracket depth and tokens are bounded before parsing, so no text can exhaust the parser; values
+are finite numbers of at most :data:`MAX_NUMBER_CHARS` characters, hashable keys, strings without mmengine's
+``{{ ... }}`` templates."""
 import ast
 import io
 import math
@@ -24,14 +18,13 @@ MAX_NESTING = 50
 #: The longest number read (a float's repr has at most 24; a longer one could pass Python's int-string limit).
 MAX_NUMBER_CHARS = 50
 #: The operator tokens of literals; ``+`` / ``-`` only as the sign of a number, after the start of a value.
-LITERAL_OPERATORS = frozenset('()[]{},:=')
-SIGNS = frozenset('+-')
+LITERAL_OPERATORS, SIGNS = frozenset('()[]{},:='), frozenset('+-')
 OPENERS, CLOSERS = frozenset('([{'), frozenset(')]}')
 SIGN_FOLLOWS = OPENERS | frozenset(',:=')
 #: mmengine's templates, substituted by ``Config.fromfile`` / ``fromstring`` in the text.
 TEMPLATE = re.compile(r'\{\{.*?\}\}', re.DOTALL)
-#: The ``meta`` key whose text mmengine's ``Runner.resume`` runs (``Config.fromstring``) to compare
-#: the previous run's ``gpu_ids``; mmcv 1.x scripts saved their config under it.
+#: The ``meta`` key whose text mmengine's ``Runner.resume`` runs (``Config.fromstring``) for the previous run's
+#: ``gpu_ids`` (mmcv 1.x scripts saved their config there).
 RESUMED_CONFIG_KEY = 'config'
 
 
@@ -40,33 +33,23 @@ class NotPlainData(ValueError):
 
 
 def scan_tokens(text: str) -> None:
-    """Fail before parsing on text no literal needs (an operator, a run of signs, deep nesting):
-    :class:`NotPlainData` naming the line and the token; ``SyntaxError`` or ``tokenize.TokenError``
-    where the text is not Python (what came before was scanned, so ``ast.parse`` can say where)."""
-    depth, previous = 0, None
+    """Fail before parsing on text no literal needs (an operator, a run of signs, deep nesting): :class:`NotPlainData`
+    naming the line and the token; ``SyntaxError`` or ``tokenize.TokenError`` where the text is not Python."""
+    depth, previous_op = 0, None  # the previous token's string where it is an operator
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        line = token.start[0]
-        if previous is not None and previous.type == tokenize.OP and previous.string in SIGNS and (
-                token.type != tokenize.NUMBER):
-            raise NotPlainData(f'line {line}: the sign {previous.string} is not before a number')
-        if token.type == tokenize.NUMBER and len(token.string) > MAX_NUMBER_CHARS:
-            raise NotPlainData(f'line {line}: a number of {len(token.string):,} characters (at most '
-                               f'{MAX_NUMBER_CHARS} are read)')
-        if token.type == tokenize.OP:
-            if token.string in SIGNS:
-                if not (previous is not None and previous.type == tokenize.OP
-                        and previous.string in SIGN_FOLLOWS):
-                    raise NotPlainData(f'line {line}: the operator {token.string!r} is not part of a literal')
-            elif token.string not in LITERAL_OPERATORS:
-                raise NotPlainData(f'line {line}: the operator {token.string!r} is not part of a literal')
-            elif token.string in OPENERS:
-                depth += 1
-                if depth > MAX_NESTING:
-                    raise NotPlainData(f'line {line}: brackets nested more than {MAX_NESTING} deep')
-            elif token.string in CLOSERS:
-                depth -= 1
+        line, string, is_op = token.start[0], token.string, token.type == tokenize.OP
+        if previous_op in SIGNS and token.type != tokenize.NUMBER:
+            raise NotPlainData(f'line {line}: the sign {previous_op} is not before a number')
+        if token.type == tokenize.NUMBER and len(string) > MAX_NUMBER_CHARS:
+            raise NotPlainData(f'line {line}: a number of {len(string):,} characters (at most {MAX_NUMBER_CHARS} '
+                               'are read)')
+        if is_op and (string not in LITERAL_OPERATORS | SIGNS or string in SIGNS and previous_op not in SIGN_FOLLOWS):
+            raise NotPlainData(f'line {line}: the operator {string!r} is not part of a literal')
+        depth += is_op and (string in OPENERS) - (string in CLOSERS)
+        if depth > MAX_NESTING:
+            raise NotPlainData(f'line {line}: brackets nested more than {MAX_NESTING} deep')
         if token.type not in (tokenize.NL, tokenize.COMMENT):
-            previous = token
+            previous_op = string if is_op else None
 
 
 def checked_constant(node: ast.Constant) -> Any:
@@ -138,28 +121,23 @@ def read_saved_config(text: str, source: str = 'a checkpoint') -> Dict[str, Any]
         except (SyntaxError, tokenize.TokenError) as error:  # what came before was scanned:
             ast.parse(text)  # the parser raises SyntaxError at that place
             raise SyntaxError(str(error.args[0])) from None
-        tree = ast.parse(text)
-    except NotPlainData as error:
-        raise ValueError(f'{refused}: {error}; {fix}') from None
-    except SyntaxError as error:
-        raise ValueError(f'the config saved in {source} is not readable: line {error.lineno}: '
-                         f'{error.msg}') from None
-    settings: Dict[str, Any] = {}
-    try:
-        for statement in tree.body:
+        settings: Dict[str, Any] = {}
+        for statement in ast.parse(text).body:
             if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
                     and isinstance(statement.targets[0], ast.Name)):
                 raise NotPlainData(f'line {statement.lineno}: a {type(statement).__name__} statement, '
                                    'not name = value')
             settings[statement.targets[0].id] = literal_value(statement.value)
+        return settings
     except NotPlainData as error:
         raise ValueError(f'{refused}: {error}; {fix}') from None
-    return settings
+    except SyntaxError as error:
+        raise ValueError(f'the config saved in {source} is not readable: line {error.lineno}: '
+                         f'{error.msg}') from None
 
 
 def resumed_config(checkpoint: dict, source: str = 'a checkpoint') -> Optional[Dict[str, Any]]:
-    """The settings of ``meta['config']`` read as data (a ``ValueError`` if they are not plain data:
-    mmengine's resume would run code); None when the checkpoint has none."""
+    """The settings of ``meta['config']`` read as data (a ``ValueError`` if not plain data); None without one."""
     meta = checkpoint.get('meta')
     if not (isinstance(meta, dict) and RESUMED_CONFIG_KEY in meta):
         return None
@@ -167,22 +145,15 @@ def resumed_config(checkpoint: dict, source: str = 'a checkpoint') -> Optional[D
 
 
 def make_resumed_config_inert(checkpoint: dict) -> None:
-    """Leave in ``meta['config']`` of a loaded checkpoint (in memory) only ``gpu_ids = <literal>``, read
-    from the original as data, what mmengine's resume compares; the key is dropped when the original is
-    not plain data."""
+    """Leave in ``meta['config']`` of a loaded checkpoint (in memory) only what mmengine's resume uses, the
+    length of ``gpu_ids`` (read as data): ``gpu_ids = [0, 1]`` or ``gpu_ids = None``; the key is dropped when the
+    original is not plain data."""
     try:
         settings = resumed_config(checkpoint)
     except ValueError:
         del checkpoint['meta'][RESUMED_CONFIG_KEY]
         return
-    if settings is None:
-        return
-    inert = f"gpu_ids = {settings.get('gpu_ids')!r}\n"
-    try:  # a second line of defence: what is left must read back as the same plain data
-        same = read_saved_config(inert) == dict(gpu_ids=settings.get('gpu_ids'))
-    except ValueError:
-        same = False
-    if same:
-        checkpoint['meta'][RESUMED_CONFIG_KEY] = inert
-    else:
-        del checkpoint['meta'][RESUMED_CONFIG_KEY]
+    if settings is not None:
+        gpu_ids = settings.get('gpu_ids')
+        kept = list(range(len(gpu_ids))) if isinstance(gpu_ids, (list, tuple)) else None
+        checkpoint['meta'][RESUMED_CONFIG_KEY] = f'gpu_ids = {kept}\n'

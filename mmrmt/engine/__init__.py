@@ -1,6 +1,6 @@
-"""Runner extensions, registered in mmengine's ``RUNNERS``, ``HOOKS`` and ``OPTIM_WRAPPERS`` when this package is
-imported: by the ``custom_imports`` of every mmrmt config, whichever launcher reads it, and by the tools' layer.
-``import mmrmt`` does not import it (it loads mmcv's ops)."""
+"""Runner extensions: the runner and the RNG hook of mmrmt's configs, registered in mmrmt's scope (``mmrmt.registry``
+imports this package on the first lookup of ``mmrmt.OwnWorkDirRunner``) and in mmengine's own registries, with the
+tools' bf16 CPU optimizer wrapper and test hook. ``import mmrmt`` does not import it (it loads mmcv's ops)."""
 from .cpu_amp import CPUAmpOptimWrapper, Float32CPUKernelsHook
 from .own_checkpoint import own_last_checkpoint
 from .own_work_dir_runner import OwnWorkDirRunner, work_dir_claim

@@ -1,6 +1,6 @@
-"""A config's ``compile`` setting and ``torch.compile(options=...)``'s Inductor options, judged as torch.compile
-judges them but before anything is built (mmengine compiles the training step after the work dir, the log and
-the model exist; torch refuses an unknown option with a list of all of its several hundred)."""
+"""A config's ``compile`` setting and its Inductor options, judged as torch.compile judges them but before anything
+is built (mmengine compiles after the work dir, the log and the model exist; torch refuses an unknown option with a
+list of its several hundred)."""
 import typing
 from typing import Any, Mapping, Optional
 
@@ -10,8 +10,7 @@ from mmrmt.models.backbones.arch import nearest_name
 
 
 def inductor_option_problem(name: str, value: Any) -> Optional[str]:
-    """What is wrong with Inductor option ``name`` (underscores) set to ``value``, None if nothing:
-    an unknown option (naming the nearest) or a value of another type."""
+    """What is wrong with Inductor option ``name`` set to ``value`` (unknown, or of another type); None if nothing."""
     from torch._inductor import config
 
     known = config.get_config_copy()
@@ -26,12 +25,8 @@ def inductor_option_problem(name: str, value: Any) -> Optional[str]:
 
 
 def compile_setting_problem(compile_cfg: Any) -> Optional[str]:
-    """What is wrong with a config's ``compile`` (True, False, None or torch.compile's keyword arguments),
-    None if nothing: one line naming the setting, or ``compile.options.NAME: ...``.
-
-    The keywords (mode, backend, mode with options) are judged by torch.compile itself, which checks them
-    when called and compiles nothing until the function runs; the options' values one by one.
-    """
+    """What is wrong with a config's ``compile`` (True, False, None or torch.compile's keyword arguments, which
+    torch.compile judges when called, compiling nothing), as one line; None if nothing."""
     if compile_cfg is None or isinstance(compile_cfg, bool):
         return None
     if not isinstance(compile_cfg, Mapping):

@@ -1,10 +1,8 @@
 """Resume from a work dir's own checkpoints, not from those of the work dir it was copied from.
 
-mmengine records absolute checkpoint paths in ``<work_dir>/last_checkpoint`` and in
-each checkpoint's message hub (the last and best ones): after ``cp -r wd wd2``
-both name files in ``wd``, so resuming ``wd2`` would load ``wd``'s checkpoint and a
-new best one would delete ``wd``'s. Here such paths are moved into the run's own
-checkpoint folder (the same file name there).
+mmengine records absolute checkpoint paths in ``<work_dir>/last_checkpoint`` and in each checkpoint's message hub:
+after ``cp -r wd wd2`` both name files in ``wd``, so resuming ``wd2`` would load ``wd``'s checkpoint and a new best
+one would delete ``wd``'s. Here such paths are moved into the run's own checkpoint folder (same file name).
 """
 import os.path as osp
 import posixpath
@@ -34,9 +32,7 @@ def checkpoint_folder(work_dir: str, out_dir: Optional[str] = None) -> str:
     work_dir = osp.abspath(work_dir)
     if out_dir is None:
         return work_dir
-    if is_remote(out_dir):
-        return posixpath.join(out_dir, osp.basename(work_dir))
-    return osp.join(osp.abspath(out_dir), osp.basename(work_dir))
+    return posixpath.join(out_dir if is_remote(out_dir) else osp.abspath(out_dir), osp.basename(work_dir))
 
 
 def is_inside(path: str, folder: str) -> bool:
@@ -48,12 +44,10 @@ def is_inside(path: str, folder: str) -> bool:
 
 def moved_into(path: str, folder: str) -> str:
     """``path``'s file name inside ``folder``."""
-    join = posixpath.join if is_remote(folder) else osp.join
-    return join(folder, posixpath.basename(path) if is_remote(path) else osp.basename(path))
+    return posixpath.join(folder, posixpath.basename(path))
 
 
-def own_last_checkpoint(work_dir: str,
-                        out_dir: Optional[str] = None) -> Tuple[Optional[str], Optional[str]]:
+def own_last_checkpoint(work_dir: str, out_dir: Optional[str] = None) -> Tuple[Optional[str], Optional[str]]:
     """The checkpoint ``work_dir``'s ``last_checkpoint`` names (None without one), moved into the run's
     :func:`checkpoint_folder` when it lies elsewhere, and then a line saying so for the log (else None).
 
@@ -68,18 +62,15 @@ def own_last_checkpoint(work_dir: str,
     own = moved_into(recorded, folder)
     if not (is_remote(own) or osp.isfile(own)):
         raise ForeignCheckpointError(
-            f'{record_file} names {recorded}, a checkpoint outside this run\'s folder {folder} '
-            f'(a copied or moved work dir?), and {own} does not exist: resume from a checkpoint '
-            f'of this work dir by naming it (--resume CKPT), or delete {record_file} to train '
-            'from scratch')
+            f'{record_file} names {recorded}, a checkpoint outside this run\'s folder {folder} (a copied or moved '
+            f'work dir?), and {own} does not exist: resume from a checkpoint of this work dir by naming it '
+            f'(--resume CKPT), or delete {record_file} to train from scratch')
     return own, (f'{record_file} names {recorded}, outside this run\'s folder {folder} (a '
                  f'copied or moved work dir?): resuming from {own} instead')
 
 
 def keep_checkpoint_paths_own(message_hub: MessageHub, folder: str) -> None:
-    """Move the checkpoint paths a resumed message hub holds into ``folder`` (CheckpointHook deletes
-    the previous best checkpoint at that path)."""
+    """Move a resumed message hub's checkpoint paths into ``folder`` (CheckpointHook deletes the old best one)."""
     for key, value in list(message_hub.runtime_info.items()):
-        if (key.startswith(CHECKPOINT_PATH_KEYS) and isinstance(value, str)
-                and not is_inside(value, folder)):
+        if key.startswith(CHECKPOINT_PATH_KEYS) and isinstance(value, str) and not is_inside(value, folder):
             message_hub.update_info(key, moved_into(value, folder))

@@ -2,16 +2,16 @@
 import os.path as osp
 import sys
 from inspect import signature
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Union
+from typing import Any, Callable, List, NoReturn, Optional
 
 from mmengine.dist import broadcast_object_list
-from mmengine.hooks import Hook
 from mmengine.logging import MMLogger
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.atomic_file import remove_leftover_temporaries, replaced_atomically
 from mmrmt.checkpoint import is_remote, read_checkpoint
+from mmrmt.registry import RUNNERS as MMRMT_RUNNERS
 from mmrmt.run_claim import ClaimError, RunClaim
 from mmrmt.upstream_fixes import make_checkpoint_inert
 from .inductor_options import compile_setting_problem
@@ -29,9 +29,9 @@ def work_dir_claim(work_dir: str) -> RunClaim:
 
 
 def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
-    """End with one line, before mmengine makes the work dir, unless a local ``load_from`` (with ``resume``: to
-    resume from) is read by :func:`~mmrmt.checkpoint.read_checkpoint`: the gate every launcher passes (mmdet's
-    and mmseg's hand ``load_from`` and ``--resume FILE`` over unchecked); a refused pickle raises its own line."""
+    """End with one line unless a local ``load_from`` (to resume from, with ``resume``) is read by
+    :func:`~mmrmt.checkpoint.read_checkpoint` (mmdet's and mmseg's tools hand it over unchecked); a refused pickle
+    raises its own line."""
     if not isinstance(load_from, str) or is_remote(load_from):
         return
     role, fix = (('--resume', 'give a checkpoint this run wrote') if resume else
@@ -42,27 +42,16 @@ def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
         sys.exit(f'error: {role} {error}; {fix}')
 
 
+@MMRMT_RUNNERS.register_module()
 @RUNNERS.register_module()
 class OwnWorkDirRunner(Runner):
-    """mmengine's :class:`~mmengine.runner.Runner` (same arguments), keeping to a work dir of its own.
-
-    * **The checkpoint gate.** Before the work dir exists, a local ``load_from`` must be a checkpoint
-      holding weights only (:func:`check_checkpoint_to_load`), and the config's ``compile`` options
-      must exist; else one line.
-    * **One run at a time.** Before writing anything, rank 0 claims the work dir
-      (:func:`work_dir_claim`) and tells the other ranks; a second run ends there with one line naming
-      the running one. ``train()``, ``val()`` and ``test()`` give the claim back, also on errors.
-    * **Resume from its own checkpoints.** ``resume=True`` without ``load_from`` resumes from the
-      checkpoint ``last_checkpoint`` names, moved into the run's own folder when it names another (a
-      copied work dir; :func:`~mmrmt.engine.own_last_checkpoint`); the message hub's checkpoint paths
-      are moved too, so a new best checkpoint never deletes another work dir's.
-    * **An exact resume that runs no code, whatever the hooks.** It registers a
-      :class:`~mmrmt.engine.ResumeRNGHook` unless one is, and every checkpoint it loads holds in
-      ``meta['config']`` (the text mmengine's resume runs) only plain data.
-    * **Whole checkpoints.** A local checkpoint is written to a temporary file and moved into place.
-
-    mmrmt's configs select it (``runner_type='OwnWorkDirRunner'``), which mmdet's and mmseg's own tools
-    honour (the upstream fix ``honoured-runner-type`` for mmseg's test.py).
+    """mmengine's :class:`~mmengine.runner.Runner` (same arguments), keeping to a work dir of its own: the checkpoint
+    gate of every launcher (a local ``load_from`` holding weights only, the ``compile`` options known, before the work
+    dir exists), one run at a time (:func:`work_dir_claim`, taken by rank 0 before anything is written, given back
+    after ``train()``, ``val()`` or ``test()``), ``resume=True`` from the run's own checkpoints (moved into its folder:
+    :func:`~mmrmt.engine.own_last_checkpoint`, the message hub's paths too), a :class:`ResumeRNGHook` unless the hooks
+    hold one, plain data only in a loaded ``meta['config']``, local checkpoints written whole. mmrmt's configs select
+    it (``runner_type='mmrmt.OwnWorkDirRunner'``); mmseg's test.py through the upstream fix ``honoured-runner-type``.
     """
 
     honoured_by_from_cfg = True
@@ -85,8 +74,8 @@ class OwnWorkDirRunner(Runner):
             raise
 
     def setup_env(self, env_cfg: dict) -> None:
-        """mmengine's setup, then, before anything is written, the work dir's claim, the removal of checkpoints a
-        killed run left half-written and, for an automatic resume, the checkpoint to resume from."""
+        """mmengine's, then, before anything is written, the work dir's claim, the removal of checkpoints a killed
+        run left half-written and, for an automatic resume, the checkpoint to resume from."""
         super().setup_env(env_cfg)
         self._claim_work_dir()
         out_dir = checkpoint_out_dir(self.cfg)
@@ -95,15 +84,14 @@ class OwnWorkDirRunner(Runner):
                 self._notes.append(f'removed {leftover}: a checkpoint a killed run did not finish writing')
         if self._auto_resume:
             try:
-                self._own_resume_checkpoint, moved = own_last_checkpoint(
-                    self.work_dir, checkpoint_out_dir(self.cfg))
+                self._own_resume_checkpoint, moved = own_last_checkpoint(self.work_dir, out_dir)
             except ForeignCheckpointError as error:
                 self._exit_with(str(error))
             if moved:
                 self._notes.append(moved)
 
     def build_logger(self, *args, **kwargs) -> MMLogger:
-        """mmengine's logger, its first lines the notes of :meth:`setup_env`."""
+        """mmengine's, its first lines the notes of :meth:`setup_env`."""
         logger = super().build_logger(*args, **kwargs)
         for note in self._notes:
             logger.warning(note)
@@ -118,17 +106,14 @@ class OwnWorkDirRunner(Runner):
     def test(self) -> dict:
         return self._in_own_work_dir(super().test)
 
-    def register_hooks(self,
-                       default_hooks: Optional[Dict[str, Union[Hook, Dict]]] = None,
-                       custom_hooks: Optional[Sequence[Union[Hook, Dict]]] = None) -> None:
+    def register_hooks(self, *args, **kwargs) -> None:
         """mmengine's, then a :class:`~mmrmt.engine.ResumeRNGHook` unless one was registered."""
-        super().register_hooks(default_hooks, custom_hooks)
+        super().register_hooks(*args, **kwargs)
         if not any(isinstance(hook, ResumeRNGHook) for hook in self._hooks):
             self.register_hook(ResumeRNGHook())
 
     def load_checkpoint(self, *args, **kwargs) -> dict:
-        """mmengine's, returning the checkpoint with ``meta['config']`` as plain data (what
-        :meth:`resume` hands to ``Config.fromstring``)."""
+        """mmengine's, with ``meta['config']`` (what :meth:`resume` runs) as plain data."""
         return make_checkpoint_inert(super().load_checkpoint(*args, **kwargs))
 
     def load_or_resume(self) -> None:
@@ -140,12 +125,11 @@ class OwnWorkDirRunner(Runner):
     def resume(self, filename: str, *args, **kwargs) -> None:
         """mmengine's, then the message hub's checkpoint paths moved into the run's folder."""
         super().resume(filename, *args, **kwargs)
-        folder = checkpoint_folder(self.work_dir, checkpoint_out_dir(self.cfg))
-        keep_checkpoint_paths_own(self.message_hub, folder)
+        keep_checkpoint_paths_own(self.message_hub, checkpoint_folder(self.work_dir, checkpoint_out_dir(self.cfg)))
 
     def save_checkpoint(self, out_dir: str, filename: str, *args, **kwargs) -> None:
-        """mmengine's, writing a local checkpoint whole or not at all (a temporary file moved into place); a failure
-        leaves no partial file and ends the run with one line naming the last complete checkpoint."""
+        """mmengine's, writing a local checkpoint whole or not at all; a failure ends the run with one line naming
+        the last complete checkpoint."""
         if is_remote(out_dir):
             return super().save_checkpoint(out_dir, filename, *args, **kwargs)
         destination = osp.join(out_dir, filename)
@@ -160,7 +144,6 @@ class OwnWorkDirRunner(Runner):
                             f'was left, and {kept}')
 
     def _in_own_work_dir(self, phase: Callable[[], Any]) -> Any:
-        """Run ``phase`` holding the work dir's claim, given back afterwards."""
         if not self._holds_work_dir:
             self._claim_work_dir()
         try:
@@ -169,7 +152,7 @@ class OwnWorkDirRunner(Runner):
             self._release_work_dir()
 
     def _claim_work_dir(self) -> None:
-        """Rank 0 claims the work dir; every rank learns whether it got it and, if not, ends the process."""
+        """Rank 0 claims the work dir; every rank learns whether it got it, and ends if not."""
         refusal = [None]
         if self.rank == 0:
             self._work_dir_claim = work_dir_claim(self.work_dir)

@@ -8,6 +8,8 @@ from mmengine.dist import get_world_size
 from mmengine.hooks import Hook
 from mmengine.registry import HOOKS
 
+from mmrmt.registry import HOOKS as MMRMT_HOOKS
+
 CHECKPOINT_KEY = 'torch_rng_state'
 
 
@@ -40,16 +42,15 @@ def set_torch_rng_states(state: Dict[str, Any]) -> None:
 
 
 class RestoreAtFirstNewBatch:
-    """An iteration-based loop's ``dataloader_iterator`` while a resumed run catches up with the data
-    (upstream mmengine fetches the trained batches again, the onedl fork's ``skip_iter`` skips them, its
-    ``fast_forward_on_resume`` neither): numpy's and Python's generators are set just before the first new
-    batch is loaded (its pipeline's draws), torch's just after (the fork makes the DataLoader's iterator only
-    then, drawing a seed the uninterrupted run drew before the checkpoint); then the loop gets its iterator back.
+    """An iteration-based loop's ``dataloader_iterator`` while a resumed run catches up with the data (upstream
+    mmengine fetches the trained batches again, the onedl fork skips them, or with ``fast_forward_on_resume`` neither):
+    numpy's and Python's generators are set just before the first new batch is loaded, torch's just after (the fork
+    makes the DataLoader's iterator only then, drawing a seed); then the loop gets its iterator back.
 
     Args:
-        loop: The iteration-based train loop (its ``dataloader_iterator`` is this object meanwhile).
+        loop: The iteration-based train loop.
         state (dict): The checkpoint's states (see :func:`rng_states`).
-        trained (int): Batches trained before the checkpoint, which the loop catches up with.
+        trained (int): Batches trained before the checkpoint.
     """
 
     def __init__(self, loop, state: Dict[str, Any], trained: int) -> None:
@@ -77,22 +78,19 @@ class RestoreAtFirstNewBatch:
         return getattr(self._iterator, name)
 
 
+@MMRMT_HOOKS.register_module()
 @HOOKS.register_module()
 class ResumeRNGHook(Hook):
-    """Save the random generator states (torch's CPU and CUDA ones, numpy's global one, Python's
-    ``random``) in every checkpoint and restore them when training resumes from it, so that a resumed run
-    draws what an uninterrupted one draws (mmengine's resume restarts them from the seed): in deterministic
-    mode it reaches the same weights, on upstream mmengine as on the onedl fork. An iteration-based loop
-    gets them at its first new batch (:class:`RestoreAtFirstNewBatch`), an epoch-based one before training.
-    Dataloader workers draw from their own generators: on the fork an exact resume of random transforms
-    needs ``num_workers=0``. A distributed run restores none (only rank 0's states are saved).
-    :class:`~mmrmt.engine.OwnWorkDirRunner` registers one unless the config's ``custom_hooks`` name it.
+    """Save the random generators' states (torch's CPU and CUDA ones, numpy's, Python's ``random``) in every
+    checkpoint and restore them when training resumes from it, so that a resumed run draws what an uninterrupted one
+    draws (mmengine's resume restarts them from the seed), on upstream mmengine as on the onedl fork: an
+    iteration-based loop at its first new batch (:class:`RestoreAtFirstNewBatch`), an epoch-based one before
+    training. Dataloader workers draw from their own generators (on the fork an exact resume of random transforms
+    needs ``num_workers=0``); a distributed run restores none (only rank 0's states are saved).
     """
 
     priority = 'VERY_LOW'
-
-    def __init__(self) -> None:
-        self._pending: Optional[Dict[str, object]] = None
+    _pending: Optional[Dict[str, object]] = None  # the states loaded, until training starts
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
         checkpoint[CHECKPOINT_KEY] = rng_states()
@@ -101,8 +99,7 @@ class ResumeRNGHook(Hook):
         state = checkpoint.get(CHECKPOINT_KEY)
         self._pending = dict(state, iter=checkpoint['meta'].get('iter')) if state else None
 
-    def before_train(self, runner) -> None:
-        """Restore the states if this run resumed (not merely loaded weights)."""
+    def before_train(self, runner) -> None:  # restore the states if this run resumed (not merely loaded weights)
         state, self._pending = self._pending, None
         if state is None or not runner.iter or runner.iter != state['iter'] or get_world_size() > 1:
             return

@@ -1,9 +1,9 @@
-"""Load a config file so that any problem is one line naming the file (mmengine reports a syntax error without
-the file it is in, which may be a ``_base_``, and lets anything a config raises escape as a traceback)."""
+"""Load a config file so that any problem is one line naming the file (mmengine lets anything a config raises escape
+as a traceback, and recurses over circular ``_base_`` files until Python's limit)."""
 import ast
 import os.path as osp
 from pathlib import Path
-from typing import List, Union
+from typing import List, Tuple, Union
 
 from mmengine.config import Config
 
@@ -26,26 +26,24 @@ def local_bases(tree: ast.Module, file: str) -> List[str]:
     return []
 
 
-def base_problem(path: str) -> Union[List[str], SyntaxError, None]:
-    """The first circle of local ``_base_`` files from ``path`` (a file repeated at its end; mmengine would
-    recurse until Python's limit), or else the first syntax error in them (parsed, not run), or None."""
-    def visit(current: str, chain: List[str]) -> Union[List[str], SyntaxError, None]:
-        if current in chain:
-            return chain[chain.index(current):] + [current]
-        try:
-            tree = ast.parse(Path(current).read_text(), filename=current)
-        except SyntaxError as error:
-            return error
-        except (OSError, ValueError):  # reported by mmengine
-            return None
-        found = None
-        for base in local_bases(tree, current):
-            problem = visit(base, chain + [current])
-            if isinstance(problem, list):
-                return problem
-            found = found or problem
-        return found
-    return visit(osp.normpath(osp.abspath(path)), [])
+def base_problem(path: str, chain: Tuple[str, ...] = ()) -> Union[List[str], SyntaxError, None]:
+    """The first circle of local ``_base_`` files from ``path`` (normalised, absolute; a file repeated at its end:
+    mmengine would recurse until Python's limit), or else the first syntax error in them (parsed, not run)."""
+    if path in chain:
+        return [*chain[chain.index(path):], path]
+    try:
+        tree = ast.parse(Path(path).read_text(), filename=path)
+    except SyntaxError as error:
+        return error
+    except (OSError, ValueError):  # reported by mmengine
+        return None
+    found = None
+    for base in local_bases(tree, path):
+        problem = base_problem(base, (*chain, path))
+        if isinstance(problem, list):
+            return problem
+        found = found or problem
+    return found
 
 
 def read_config(path: str) -> Config:
@@ -61,7 +59,7 @@ def read_config(path: str) -> Config:
                              + (f', e.g. {examples[0]}' if examples else ''))
     if not osp.isfile(path):
         raise PreflightError(f'config file not found: {path}')
-    problem = base_problem(path)
+    problem = base_problem(osp.normpath(osp.abspath(path)))
     if isinstance(problem, list):
         raise PreflightError(f'config {path}: its _base_ files are circular ({" -> ".join(problem)}); '
                              f'remove the _base_ entry of {problem[-2]} that names {problem[-1]}')

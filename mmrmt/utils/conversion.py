@@ -1,7 +1,6 @@
 """What every converter of tools/model_converters does: check the destination (an existing one needs ``--force``,
 an input is never one), read, convert, write to a temporary file, prove it by a strict load, then move it into
-place, so a failure leaves every file as it was. The arch of a checkpoint our tools/train.py wrote is read from
-its saved config as data (:func:`~mmrmt.checkpoint.read_saved_config`), never run."""
+place, so a failure leaves every file as it was."""
 import argparse
 import inspect
 from dataclasses import dataclass
@@ -25,9 +24,7 @@ WidthsDepths = Callable[[StateDict], Tuple[List[int], List[int]]]
 
 @dataclass(frozen=True)
 class BackboneConversion:
-    """How one backbone's upstream files become files it loads: the backbone, the converter of the upstream
-    keys (:mod:`mmrmt.checkpoint.converters`), and the channels and blocks per stage that name the variant."""
-
+    """How upstream files become files a backbone loads: their keys' converter, and what names the variant."""
     backbone_cls: Type[PyramidBackbone]
     convert: Callable[[StateDict], StateDict]
     widths_depths: WidthsDepths
@@ -51,9 +48,8 @@ def converter_arguments(description: str) -> argparse.ArgumentParser:
 
 
 def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str:
-    """Save ``payload`` (:func:`~mmrmt.checkpoint.save_checkpoint`, safetensors for a ``.safetensors`` name) to a
-    temporary file beside ``dst`` that replaces it once ``verify(written file)`` has passed (otherwise ``dst`` is
-    left as it was); print and return its SHA-256."""
+    """Save ``payload`` (safetensors for a ``.safetensors`` name) to a temporary file that replaces ``dst`` once
+    ``verify(written file)`` has passed (else ``dst`` is left as it was); print and return its SHA-256."""
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
     with replaced_atomically(dst) as temporary:
         save_checkpoint(payload, temporary, safetensors=is_safetensors_name(dst))
@@ -64,7 +60,7 @@ def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str
 
 
 def trained_arch(checkpoint: dict, backbone_cls: Type[PyramidBackbone], src: str) -> Arch:
-    """The ``arch`` of the backbone an mmengine run trained, read from its saved config (a ``ValueError``
+    """The ``arch`` of the backbone an mmengine run trained, read from its saved config as data (a ``ValueError``
     when that is missing or not plain data, or names another backbone type)."""
     text = checkpoint['meta'].get('cfg')
     if not isinstance(text, str):
@@ -79,9 +75,8 @@ def trained_arch(checkpoint: dict, backbone_cls: Type[PyramidBackbone], src: str
 
 
 def backbone_weights(src: str, conversion: BackboneConversion) -> Tuple[StateDict, Arch]:
-    """The backbone's weights under mmrmt's keys, and its ``arch``: under ``backbone.`` of a checkpoint an
-    mmengine runner wrote, whose saved config names the arch; else through the family's ``convert``, the
-    classifier dropped, the arch recognised from the shapes."""
+    """The backbone's weights under mmrmt's keys, and its ``arch``: those of a checkpoint an mmengine runner wrote;
+    else converted, the classifier dropped, the arch recognised from the shapes."""
     backbone_cls = conversion.backbone_cls
     checkpoint = read_checkpoint(src)
     if written_by_mmengine(checkpoint):
@@ -122,8 +117,7 @@ def convert_backbone_file(src: str, dst: str, conversion: BackboneConversion, fo
 
 
 def backbone_converter_main(family: str, doc: str) -> Callable[[Optional[List[str]]], Arch]:
-    """The ``main`` of the converter script of ``family`` (a key of :data:`BACKBONE_CONVERSIONS`): parse
-    ``src dst [--force]`` (described by the first line of ``doc``), then :func:`convert_backbone_file`."""
+    """The ``main`` of ``family``'s converter script: ``src dst [--force]`` (``doc``'s first line as its help)."""
     conversion = BACKBONE_CONVERSIONS[family]
 
     def main(argv: Optional[List[str]] = None) -> Arch:

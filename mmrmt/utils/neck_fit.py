@@ -1,13 +1,6 @@
-"""Whether a built detector's or segmentor's backbone gives what reads its features the channels it takes.
-
-The neck (mmdet's and mmseg's FPN), or a segmentor's decode and auxiliary
-heads where it has no neck, is built with ``in_channels`` for the
-backbone's outputs; built with another backbone's (a config whose
-``backbone.type`` was changed alone), the model builds and fails only in
-its first forward, with a shape error of torch's. The channels of mmrmt's
-backbones are read from their output norms; other backbones are not
-checked.
-"""
+"""Whether a built model's backbone gives what reads its features (the neck, else the decode and auxiliary heads)
+the channels it was built for: a config whose ``backbone.type`` was changed alone builds and fails only in its first
+forward, with a shape error of torch's. mmrmt's backbones are checked (their output norms), others not."""
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 from torch import nn
@@ -17,16 +10,14 @@ from .preflight import PreflightError
 
 
 def backbone_channels(backbone: nn.Module) -> Optional[List[int]]:
-    """The channels of each feature an mmrmt backbone emits, in order (those of its output norms); None for
-    another backbone."""
+    """The channels of each feature an mmrmt backbone emits, in order; None for another backbone."""
     if not isinstance(backbone, PyramidBackbone):
         return None
     return [backbone.output_norm(stage).normalized_shape[0] for stage in backbone.out_indices]
 
 
 def feature_readers(model: nn.Module) -> Iterator[Tuple[str, nn.Module]]:
-    """(setting, module) of what reads the backbone's features: the (first) neck, else the decode and
-    auxiliary heads (each of a list)."""
+    """(setting, module) of what reads the backbone's features: the (first) neck, else the decode heads."""
     neck = getattr(model, 'neck', None)
     if neck is not None:
         yield 'model.neck', neck[0] if isinstance(neck, nn.Sequential) else neck
@@ -40,8 +31,8 @@ def feature_readers(model: nn.Module) -> Iterator[Tuple[str, nn.Module]]:
 
 
 def channels_read(reader: nn.Module, given: Sequence[int]) -> Optional[Union[int, List[int]]]:
-    """The ``in_channels`` that ``reader`` would take of features with ``given`` channels, selected by its
-    ``in_index`` (mmseg's heads; all of them without one); None where that cannot be told."""
+    """The ``in_channels`` ``reader`` would take of features with ``given`` channels, by its ``in_index`` (mmseg's
+    heads; all without one); None where that cannot be told."""
     index = getattr(reader, 'in_index', None)
     try:
         if index is None:

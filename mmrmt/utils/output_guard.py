@@ -39,8 +39,7 @@ def dataset_paths(dataset: dict) -> Iterator[Tuple[str, str, bool]]:
 
 
 def check_dataloader_paths(cfg: Config, dataloaders: Sequence[str]) -> None:
-    """Fail on the first missing data root, annotation file or image folder of the loaders named
-    ``dataloaders`` (e.g. ``'train_dataloader'``; those absent from ``cfg`` are skipped)."""
+    """Fail on the first missing data root, annotation file or image folder of the loaders ``dataloaders``."""
     for name in dataloaders:
         for dataset in leaf_datasets(cfg[name]['dataset']) if cfg.get(name) else ():
             for what, path, is_dir in dataset_paths(dataset):
@@ -61,13 +60,13 @@ def check_evaluator_files(cfg: Config, evaluators: Sequence[str]) -> None:
 
 
 def resolved(path: str) -> str:
-    """``path`` absolute, with every symbolic link of it (and of its folders) resolved."""
+    """``path`` absolute, every symbolic link resolved."""
     return osp.realpath(osp.abspath(osp.expanduser(path)))
 
 
 def check_not_an_input(output: str, what: str, inputs: Iterable[Input]) -> None:
-    """Fail if ``output`` (``what`` in the message, e.g. ``'--out'``) is one of ``inputs`` ((role, path); a
-    path None, empty or remote is skipped) or lies inside an input folder, links resolved."""
+    """Fail if ``output`` (``what`` in the message) is one of ``inputs`` ((role, path); None, empty or remote paths
+    skipped) or lies inside an input folder, links resolved."""
     target = resolved(output)
     for role, path in inputs:
         if not path or is_remote(path):
@@ -84,8 +83,8 @@ def check_not_an_input(output: str, what: str, inputs: Iterable[Input]) -> None:
 
 
 def check_new_file(path: str, what: str, force: bool, inputs: Iterable[Input] = ()) -> None:
-    """Fail if writing file ``path`` would destroy a user's file: one of ``inputs`` (whatever ``force`` says),
-    or an existing file without ``force``; or if it cannot be written."""
+    """Fail if writing file ``path`` would destroy one of ``inputs`` (whatever ``force`` says) or, without ``force``,
+    an existing file; or if it cannot be written."""
     check_not_an_input(path, what, inputs)
     if osp.exists(path) and not force:
         raise PreflightError(f'{what} {path} exists; choose another path, or add --force to replace it')
@@ -93,8 +92,8 @@ def check_new_file(path: str, what: str, force: bool, inputs: Iterable[Input] = 
 
 
 def dataloader_inputs(cfg: Config, dataloaders: Iterable[str]) -> List[Input]:
-    """(role, path) of the annotation files and image folders the config's loaders read; a data root only
-    where no ``data_prefix`` folder is set (a root of ``'.'`` would refuse every output)."""
+    """(role, path) of what the config's loaders read; a data root only where no ``data_prefix`` folder is set (a
+    root of ``'.'`` would refuse every output)."""
     inputs = []
     for name in dataloaders:
         for dataset in leaf_datasets(cfg[name]['dataset']) if cfg.get(name) else ():
@@ -106,8 +105,8 @@ def dataloader_inputs(cfg: Config, dataloaders: Iterable[str]) -> List[Input]:
 
 
 def check_no_earlier_run(work_dir: str, out_dir: Optional[str] = None) -> None:
-    """Fail if ``work_dir`` (of a run that does not resume; ``out_dir``: its CheckpointHook's) holds an earlier
-    run's checkpoints, which mmengine would overwrite (``iter_N.pth``, ``last_checkpoint``)."""
+    """Fail if ``work_dir`` (of a run that does not resume; ``out_dir``: its CheckpointHook's) holds an earlier run's
+    checkpoints (``iter_N.pth``, ``last_checkpoint``), which mmengine would overwrite."""
     record = osp.join(work_dir, 'last_checkpoint')
     folder = checkpoint_folder(work_dir, out_dir)
     checkpoints = [] if is_remote(folder) else sorted(glob.glob(osp.join(glob.escape(folder), '*.pth')))

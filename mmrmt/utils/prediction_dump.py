@@ -10,8 +10,8 @@ from .preflight import PreflightError
 
 
 class AtomicDumpDetResults(DumpDetResults):
-    """mmdet's :class:`~mmdet.evaluation.DumpDetResults`, writing its file whole or not at all (a temporary file
-    moved into place); without ``force`` a file that appeared there during the run is kept (one line).
+    """mmdet's :class:`~mmdet.evaluation.DumpDetResults`, writing its file whole or not at all (without ``force``
+    a file that appeared there meanwhile is kept).
 
     Args:
         out_file_path (str): The ``.pkl`` file to write.

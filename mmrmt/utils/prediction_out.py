@@ -1,7 +1,5 @@
-"""``--out`` of the test tools (tools/test.py, tools/deployment/test_onnx.py), as mmdet's and mmseg's keep it:
-a detector's predictions in one ``.pkl`` file (written atomically), a segmentor's label maps in a folder (mmseg's
-``IoUMetric`` ``output_dir``). The tool checks it (:func:`check_prediction_out`), builds the runner inside
-:func:`prediction_out_claimed` and adds the dump to it (:func:`add_prediction_dump`)."""
+"""``--out`` of the test tools, as mmdet's and mmseg's keep it: a detector's predictions in one ``.pkl`` file (written
+atomically), a segmentor's label maps in a folder (mmseg's ``IoUMetric`` ``output_dir``)."""
 import argparse
 import os
 import os.path as osp
@@ -29,8 +27,8 @@ def add_prediction_out_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_prediction_out(cfg: Config, out: Optional[str], force: bool, inputs: List[Tuple[str, str]]) -> None:
-    """Check ``--out`` (if given) before anything is built: a new ``.pkl`` file (or ``force``) for a detector,
-    a writable folder for a segmentor, none of the run's ``inputs`` ((what, path))."""
+    """Check ``--out`` (if given) before anything is built: a new ``.pkl`` file (or ``force``) for a detector, a
+    writable folder for a segmentor, none of the run's ``inputs``."""
     if not out:
         return
     if is_detection(cfg):
@@ -44,9 +42,8 @@ def check_prediction_out(cfg: Config, out: Optional[str], force: bool, inputs: L
 
 @contextmanager
 def prediction_out_claimed(cfg: Config, out: Optional[str]) -> Iterator[None]:
-    """Within the block (build the runner and test inside), ``--out`` is this run's (rank 0 holds the claim
-    :func:`claim_path`, by torchrun's ``RANK`` or slurm's ``SLURM_PROCID``, known before the process group) and a
-    segmentor's test evaluator writes its label maps there.
+    """Within the block (build the runner and test inside), ``--out`` is this run's (rank 0, by torchrun's ``RANK``
+    or slurm's ``SLURM_PROCID``, holds :func:`claim_path`) and a segmentor's test evaluator writes its maps there.
 
     Raises:
         ClaimError: Another run writes ``--out``.
@@ -60,7 +57,7 @@ def prediction_out_claimed(cfg: Config, out: Optional[str]) -> Iterator[None]:
     if os.environ.get('RANK', os.environ.get('SLURM_PROCID', '0')) != '0':
         yield
         return
-    os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)  # the output's folder, which the run would make anyway
+    os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)  # which the run would make anyway
     with RunClaim(claim_path(out), f'--out {out} is being written', '--out'):
         yield
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from mmrmt.amp.cpu_attention import cpu_attention_dtypes, half_precision_kernel_runs, uses_amx_tiles
+from mmrmt.amp.cpu_attention import cpu_attention_dtypes, half_precision_kernel_runs
 
 ZEN3 = frozenset('avx2 fma'.split())
 ZEN4 = ZEN3 | frozenset('avx512f avx512bw avx512_vnni avx512_bf16'.split())
@@ -10,25 +10,11 @@ SAPPHIRE_RAPIDS = ZEN4 | frozenset('amx_tile amx_bf16 amx_int8'.split())
 GRANITE_RAPIDS = SAPPHIRE_RAPIDS | frozenset(['amx_fp16'])
 
 
-@pytest.mark.parametrize('flags,capability,dtype,tiles', [
-    (SAPPHIRE_RAPIDS, 'AVX512', torch.bfloat16, True),
-    (SAPPHIRE_RAPIDS, 'DEFAULT', torch.bfloat16, False),  # the kernel would pack for the tiles, and cannot
-    (SAPPHIRE_RAPIDS, 'AVX2', torch.bfloat16, False),
-    (SAPPHIRE_RAPIDS, 'AVX512', torch.float16, False),  # no fp16 tiles
-    (GRANITE_RAPIDS, 'AVX512', torch.float16, True),
-    (GRANITE_RAPIDS, 'AVX2', torch.float16, False),
-    (SAPPHIRE_RAPIDS, 'AVX512', torch.float32, False),  # float32 is never packed
-    (ZEN4, 'AVX512', torch.bfloat16, False),  # AVX-512 BF16 without tiles
-    (ZEN3, 'AVX2', torch.bfloat16, False),
-    (frozenset(), 'DEFAULT', torch.bfloat16, False),  # /proc/cpuinfo unreadable
-])
-def test_amx_tiles_are_used_only_with_the_flags_for_the_dtype_and_avx512_kernels(flags, capability, dtype, tiles):
-    assert uses_amx_tiles(dtype, flags, capability) is tiles
-
-
 @pytest.mark.parametrize('flags,capability,dtype,runs', [
     (SAPPHIRE_RAPIDS, 'AVX512', torch.bfloat16, True),
     (SAPPHIRE_RAPIDS, 'AVX2', torch.bfloat16, False),  # it would pack for the tiles, and cannot
+    (SAPPHIRE_RAPIDS, 'DEFAULT', torch.bfloat16, False),
+    (GRANITE_RAPIDS, 'AVX512', torch.float16, True),
     (SAPPHIRE_RAPIDS, 'DEFAULT', torch.float16, True),  # no fp16 tiles: nothing to pack for
     (GRANITE_RAPIDS, 'DEFAULT', torch.float16, False),
     (ZEN4, 'AVX2', torch.bfloat16, True),

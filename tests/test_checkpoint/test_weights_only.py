@@ -1,4 +1,4 @@
-"""load_with_checkpoint_types: weights-only loading of mmengine checkpoints, still refusing anything
+"""load_weights_only: weights-only loading of mmengine checkpoints, still refusing anything
 else, with torch's own allow-list left as it is (``import mmrmt`` adds nothing to it)."""
 import pickle
 import subprocess
@@ -9,7 +9,7 @@ import pytest
 import torch
 from mmengine.logging import HistoryBuffer, MessageHub
 
-from mmrmt.checkpoint import checkpoint_safe_globals, load_with_checkpoint_types
+from mmrmt.checkpoint import checkpoint_safe_globals, load_weights_only
 
 
 def mmengine_like_checkpoint() -> dict:
@@ -56,7 +56,7 @@ def test_import_mmrmt_leaves_torch_weights_only_load_as_it_is(tmp_path):
 
 
 def test_mmengine_checkpoint_contents_survive_the_weights_only_load(tmp_path):
-    loaded = load_with_checkpoint_types(save(mmengine_like_checkpoint(), tmp_path))
+    loaded = load_weights_only(save(mmengine_like_checkpoint(), tmp_path))
     buffer = loaded['message_hub']['log_scalars']['train/loss']
     assert isinstance(buffer, HistoryBuffer)
     # the values saved, bit for bit: the mean computed as before the save
@@ -75,11 +75,11 @@ def test_mmengine_checkpoint_contents_survive_the_weights_only_load(tmp_path):
 def test_other_objects_are_still_refused(payload, tmp_path):
     path = save(dict(state_dict={'w': torch.ones(1)}, extra=payload), tmp_path)
     with pytest.raises(pickle.UnpicklingError):
-        load_with_checkpoint_types(path)
+        load_weights_only(path)
 
 
 def test_a_load_leaves_torch_allow_list_as_it_was(tmp_path):
     before = set(map(repr, torch.serialization.get_safe_globals()))
-    load_with_checkpoint_types(save(mmengine_like_checkpoint(), tmp_path))
+    load_weights_only(save(mmengine_like_checkpoint(), tmp_path))
     assert set(map(repr, torch.serialization.get_safe_globals())) == before
     assert HistoryBuffer in checkpoint_safe_globals()

@@ -14,7 +14,7 @@ from mmengine.registry import DefaultScope
 from mmengine.runner import Runner
 from torch.utils.data import Dataset
 
-from mmrmt.checkpoint import load_with_checkpoint_types
+from mmrmt.checkpoint import load_weights_only
 from mmrmt.engine import ResumeRNGHook, resume_rng_hook
 
 
@@ -65,7 +65,7 @@ def train(work_dir: Path, by_epoch: bool, sampler: str, length: int, resume_from
         load_from=resume_from, resume=resume_from is not None)
     runner.train()
     name = f'epoch_{length}.pth' if by_epoch else f'iter_{length}.pth'
-    return load_with_checkpoint_types(work_dir / name, map_location='cpu')['state_dict']
+    return load_weights_only(work_dir / name, map_location='cpu')['state_dict']
 
 
 @pytest.mark.parametrize('by_epoch,sampler,length', [

@@ -9,7 +9,7 @@ from helpers.tiny_configs import DET_CONFIG
 
 
 def test_our_configs_name_the_hook_once():
-    assert load_run_config(str(DET_CONFIG)).custom_hooks == [dict(type='ResumeRNGHook')]
+    assert load_run_config(str(DET_CONFIG)).custom_hooks == [dict(type='mmrmt.ResumeRNGHook')]
 
 
 def test_a_config_naming_no_runner_gets_the_own_work_dir_runner(monkeypatch):

@@ -137,7 +137,7 @@ def test_user_config_replacing_hook_lists_resumes_exactly_without_running_code(
 
 def test_user_config_replacing_the_runner_still_runs_no_code(demo_root, tmp_path):
     """With mmengine's plain Runner and no ResumeRNGHook, the load path's guard (installed by the
-    ``mmrmt.engine`` import of our configs) still keeps ``meta['config']`` from being run. (The
+    ``import mmrmt`` of our configs) still keeps ``meta['config']`` from being run. (The
     resume is then not exact: only our runner or the hook restore the random state.)"""
     options = ['train_cfg.val_interval=100', *det_data_options(demo_root)]
     resumed, marker = trapped_resume(library_train_script('mmdet'), user_config(DET_CONFIG, 'runner_type', tmp_path),

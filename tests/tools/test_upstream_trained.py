@@ -13,7 +13,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from mmrmt.checkpoint import load_with_checkpoint_types
+from mmrmt.checkpoint import load_weights_only
 from mmrmt.models.backbones import RMT
 from mmrmt.utils import PreflightError, build_cpu_model
 from helpers.code_in_checkpoint import with_code_in_saved_config
@@ -147,7 +147,7 @@ def test_converter_checks_before_writing(tiny_upstream_detector, tmp_path):
 
 def test_the_saved_config_texts_are_never_run(tiny_upstream_detector, tmp_path):
     marker, source = tmp_path / 'PWNED', tmp_path / 'upstream.pth'
-    torch.save(with_code_in_saved_config(load_with_checkpoint_types(tiny_upstream_detector), marker), source)
+    torch.save(with_code_in_saved_config(load_weights_only(tiny_upstream_detector), marker), source)
     converter.main([str(source), str(tmp_path / 'ours.pth'), '--config', str(DET_CONFIG)])
     assert 'state_dict' in load_checkpoint(tmp_path / 'ours.pth') and not marker.exists()
 

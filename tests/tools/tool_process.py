@@ -18,7 +18,7 @@ from typing import List, Optional, Sequence
 
 import pytest
 
-from mmrmt.checkpoint import load_with_checkpoint_types
+from mmrmt.checkpoint import load_weights_only
 from mmrmt.upstream_fixes import distribution_installed
 from helpers.tiny_configs import DET_CONFIG, SEG_CONFIG, TEST_CONFIGS  # noqa: F401 (the tool tests take them here)
 
@@ -191,7 +191,7 @@ def metric(output: str, name: str) -> float:
 
 def load_checkpoint(path: Path) -> dict:
     """A checkpoint a training tool wrote, read with torch's weights-only unpickler."""
-    return load_with_checkpoint_types(path, map_location='cpu')
+    return load_weights_only(path, map_location='cpu')
 
 
 def assert_fails_with(result, message: str, work_dir) -> None:

@@ -11,8 +11,7 @@ DEIT_TO_TIMM_RENAMES = (('patch_embed.', 'stem.'), ('.attn.', '.linear_tokens.')
 
 
 def stage_depths(state_dict: Mapping[str, Any], block_key: str) -> List[int]:
-    """Blocks per stage, from the keys matching ``block_key`` (a regex whose two groups are the stage and block
-    indices)."""
+    """Blocks per stage, from the keys matching ``block_key`` (a regex grouping the stage and block indices)."""
     blocks: Dict[int, int] = {}
     for key in state_dict:
         match = re.match(block_key, key)
@@ -32,9 +31,8 @@ def match_arch(arch_zoo: Mapping[str, Mapping[str, Any]], embed_dims: List[int],
 
 
 def rmt_upstream_to_mmrmt(state_dict: StateDict) -> StateDict:
-    """An upstream RMT file (ImageNet classifier, or an mmdet 2.x / mmseg 0.x model holding it under
-    ``backbone.``, whose backbone with its output norms is kept) to the RMT backbone, which keeps the upstream
-    names (and drops the classifier when loading); a ``ValueError`` when it holds no RMT backbone."""
+    """An upstream RMT file (ImageNet classifier, or an mmdet 2.x / mmseg 0.x model: its ``backbone.`` kept) to the
+    RMT backbone, which keeps the upstream names; a ``ValueError`` when it holds no RMT backbone."""
     if any(key.startswith('backbone.') for key in state_dict):
         state_dict = extract_state_dict(state_dict, prefix='backbone.')
     if 'patch_embed.proj.0.weight' not in state_dict or not any(key.startswith('layers.') for key in state_dict):
@@ -52,9 +50,8 @@ def rmt_widths_depths(state_dict: StateDict) -> Tuple[List[int], List[int]]:
 
 
 def rest_detectron2_to_mmrmt(state_dict: StateDict) -> StateDict:
-    """A ResT detectron2 detector (the authors' COCO models, ``backbone.bottom_up.*``) to the ResT backbone: its
-    output norms ``norm1``-``norm3`` become ``extra_norms.0``-``2``, FPN and heads are left out; a
-    ``ValueError`` without such keys."""
+    """A ResT detectron2 detector (the authors' COCO models) to the ResT backbone: ``backbone.bottom_up.normN``
+    become ``extra_norms.N-1``, FPN and heads are left out; a ``ValueError`` without such keys."""
     if not any(key.startswith(DETECTRON2_BACKBONE_PREFIX) for key in state_dict):
         raise ValueError('not a ResT detectron2 checkpoint: no keys start with '
                          f'{DETECTRON2_BACKBONE_PREFIX!r}')
@@ -73,8 +70,8 @@ def rest_widths_depths(state_dict: StateDict) -> Tuple[List[int], List[int]]:
 
 
 def resmlp_deit_to_timm(state_dict: StateDict) -> StateDict:
-    """An authors' ResMLP file to timm's keys (which the ResMLP backbone has; the affine ``alpha`` / ``beta``
-    in timm's (1, 1, C) shape); a timm file is returned as it is."""
+    """An authors' ResMLP file to timm's keys, which the ResMLP backbone has (``alpha`` / ``beta`` in timm's (1, 1,
+    C) shape); a timm file is returned as it is."""
     if 'patch_embed.proj.weight' not in state_dict:
         return state_dict
     converted = {}

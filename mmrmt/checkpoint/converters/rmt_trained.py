@@ -1,14 +1,11 @@
-"""The RMT authors' trained detectors and segmentors (their copies of mmdet 2.11 and mmseg 0.13, saved as mmcv 1.x
-checkpoints) in mmdet 3.x / mmseg 1.x keys.
+"""The RMT authors' trained detectors and segmentors (mmdet 2.11 / mmseg 0.13, mmcv 1.x checkpoints) in mmdet 3.x /
+mmseg 1.x keys.
 
-Every module these models use kept its attribute names in mmdet 3.3 / mmseg 1.2 (FPN, RPN, the box and mask
-heads of one or three stages, RetinaNet's, UPerHead's, FPNHead's and FCNHead's convs, mmcv's ``ConvModule``
-``conv`` and ``bn``) and its class conventions (background last in ``fc_cls``, anchors ratio-major, COCO's and
-ADE20K's class order), so the weights keep their keys. The one difference: the upstream RMT builds an output
-LayerNorm (``backbone.extra_norms.<i>``) for all four stages, mmrmt only for its ``out_indices``; RetinaNet's
-stage-1 norm never took part in a forward pass and is dropped. :func:`convert_upstream_trained` accounts for
-every key all the same (:data:`UPSTREAM_HEAD_LAYOUT`): one of no module, or that the target lacks or has in
-another shape, is an error.
+Every module these models use kept its attribute names and class conventions (background last in ``fc_cls``,
+anchors ratio-major, the datasets' class order) in mmdet 3.3 / mmseg 1.2, so the weights keep their keys. The one
+difference: the upstream RMT has an output LayerNorm (``backbone.extra_norms.<i>``) for all four stages, mmrmt only
+for its ``out_indices`` (RetinaNet's stage-1 norm took part in no forward pass and is dropped). Every key must belong
+to a module of :data:`UPSTREAM_HEAD_LAYOUT` and fit the target.
 """
 import re
 from typing import Dict, Mapping, NamedTuple, Optional, Sequence
@@ -42,8 +39,7 @@ _CLASS_LAYERS = ('fc_cls', 'conv_logits', 'retina_cls', 'conv_seg')
 
 
 class Conversion(NamedTuple):
-    """What :func:`convert_upstream_trained` made of a file: the weights under the target's keys, and each
-    dropped key of the file with why."""
+    """The weights under the target's keys, and each dropped key with why."""
     state_dict: StateDict
     dropped: Dict[str, str]
 
@@ -103,8 +99,8 @@ def convert_upstream_trained(state_dict: StateDict, model_specs: Mapping[str, Te
 
 def check_class_names(file_classes: Optional[Sequence[str]],
                       config_classes: Optional[Sequence[str]]) -> None:
-    """Fail when the file's ``meta['CLASSES']`` and the config's dataset classes (when both are known) differ
-    in names or order (which fixes what each output channel of the classifiers means)."""
+    """Fail when the file's ``meta['CLASSES']`` and the config's dataset classes (when both are known) differ in
+    names or order (what each output channel of the classifiers means)."""
     if not file_classes or not config_classes or tuple(file_classes) == tuple(config_classes):
         return
     differ = next((i for i, (a, b) in enumerate(zip(file_classes, config_classes)) if a != b),
