@@ -9,7 +9,7 @@ gave a graph off by more than its outputs' magnitude, RMT raised torch's errors 
 import copy
 import io
 from contextlib import nullcontext
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import pytest
 import torch
@@ -74,17 +74,24 @@ def dynamic_shapes() -> Tuple[dict, ...]:
              3: Dim('width', min=64, max=1024)}, )
 
 
-def onnx_dynamo(model: nn.Module, x: torch.Tensor) -> Callable:
-    program = torch.onnx.export(model, (x, ), dynamo=True, dynamic_shapes=dynamic_shapes(), verbose=False)
+def onnx_graph(program: torch.onnx.ONNXProgram) -> Callable:
     return lambda image: run_onnx(program.model_proto.SerializeToString(), image)
 
 
-def torch_export(model: nn.Module, x: torch.Tensor) -> Callable:
+def onnx_dynamo(model: nn.Module, x: torch.Tensor) -> Callable:
+    return onnx_graph(torch.onnx.export(model, (x, ), dynamo=True, dynamic_shapes=dynamic_shapes(), verbose=False))
+
+
+def exported_program(model: nn.Module, x: torch.Tensor) -> torch.export.ExportedProgram:
     """``torch.export`` with every image dimension ``Dim.AUTO`` (torch.export infers their range and keeps
     what it cannot prove as runtime checks: with fixed ranges it refuses the guards of a strided conv, e.g.
     ``(2 + 2*((w-1)//4)) % (1 + (w-1)//4) == 0``, true for every width, for every backbone)."""
     from torch.export import Dim
-    return torch.export.export(model, (x, ), dynamic_shapes=({0: Dim.AUTO, 2: Dim.AUTO, 3: Dim.AUTO}, )).module()
+    return torch.export.export(model, (x, ), dynamic_shapes=({0: Dim.AUTO, 2: Dim.AUTO, 3: Dim.AUTO}, ))
+
+
+def torch_export(model: nn.Module, x: torch.Tensor) -> Callable:
+    return exported_program(model, x).module()
 
 
 def jit_trace(model: nn.Module, x: torch.Tensor) -> Callable:
@@ -94,6 +101,10 @@ def jit_trace(model: nn.Module, x: torch.Tensor) -> Callable:
 #: Each recorder, and whether its graph takes other sizes (a trace is of the traced size only).
 RECORDERS = {'onnx-torchscript': (onnx_torchscript, True), 'onnx-dynamo': (onnx_dynamo, True),
              'torch-export': (torch_export, True), 'jit-trace': (jit_trace, False)}
+#: The dynamo recorders given torch.export's program: its module, and the dynamo ONNX exporter's translation
+#: of it (``torch.onnx.export`` takes a program, and records nothing again).
+PROGRAM_RECORDERS = {'torch-export': lambda program: program.module(),
+                     'onnx-dynamo': lambda program: onnx_graph(torch.onnx.export(program, dynamo=True, verbose=False))}
 #: The dynamo recorders take a minute or more a model on a loaded CPU: slow.
 SLOW_RECORDERS = ('onnx-dynamo', 'torch-export')
 
@@ -102,18 +113,53 @@ def as_list(outputs) -> List[torch.Tensor]:
     return [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
 
 
-def check_graph(graph: Callable, model: nn.Module, exact: nn.Module, shapes: Sequence[Tuple[int, ...]]) -> None:
+def image(shape: Tuple[int, ...]) -> torch.Tensor:
+    """The input of ``shape`` every graph and eager are compared on (seeded by the shape)."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)))
+
+
+class Eager:
+    """What a model computes eagerly, the reference of its graphs: the float32 model's outputs and its float64
+    copy's (the truth), each computed once an input shape however many graphs are checked against them.
+
+    Args:
+        model (nn.Module): The model in eval mode.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
+        self.exact = copy.deepcopy(model).double()
+        #: Terms of the widest reduction: the most input channels of a linear layer.
+        self.channels = max(p.shape[-1] for p in model.parameters() if p.dim() == 2)
+        self._outputs: Dict[Tuple[int, ...], Tuple[List[torch.Tensor], List[torch.Tensor]]] = {}
+
+    def outputs(self, shape: Tuple[int, ...]) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
+        """The float32 and float64 outputs of :func:`image` of ``shape``."""
+        if shape not in self._outputs:
+            with torch.no_grad():
+                self._outputs[shape] = as_list(self.model(image(shape))), as_list(self.exact(image(shape).double()))
+        return self._outputs[shape]
+
+
+def check_graph(graph: Callable, eager: Eager, shapes: Sequence[Tuple[int, ...]] = (TRACED, *OTHERS)) -> None:
     """The graph's outputs at each input shape within float32's rounding of the float64 model's, given the
     eager float32 model's error (tests/helpers/rounding.py: the bound scales with how much the computation
     amplifies rounding, at least the square root of the widest reduction's terms, the channels)."""
-    channels = max(p.shape[-1] for p in model.parameters() if p.dim() == 2)
     for shape in shapes:
-        x = torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)))
+        full, truth = eager.outputs(shape)
         with torch.no_grad():
-            eager, truth = as_list(model(x)), as_list(exact(x.double()))
-            recorded = as_list(graph(x))
-        assert [t.shape for t in recorded] == [t.shape for t in eager], f'at {shape}'
-        assert_within_low_precision(recorded, eager, truth, torch.float32, [channels] * len(eager))
+            recorded = as_list(graph(image(shape)))
+        assert [t.shape for t in recorded] == [t.shape for t in full], f'at {shape}'
+        assert_within_low_precision(recorded, full, truth, torch.float32, [eager.channels] * len(full))
+
+
+def check_recording(recorder: str, eager: Eager, grad: bool) -> None:
+    """:func:`check_graph` of what ``recorder`` (a key of :data:`RECORDERS`) records of the model at the
+    traced size, with grad enabled or not: at that size and, for a dynamic graph, at the others."""
+    record, dynamic = RECORDERS[recorder]
+    with nullcontext() if grad else torch.no_grad():
+        graph = record(eager.model, torch.randn(*TRACED))
+    check_graph(graph, eager, (TRACED, *OTHERS) if dynamic else (TRACED, ))
 
 
 #: (recorder, grad mode) pairs: the dynamo ONNX exporter under no_grad only: it translates the program of
@@ -127,13 +173,7 @@ RECORDINGS = [pytest.param(name, grad, marks=[pytest.mark.slow] if name in SLOW_
 @pytest.mark.parametrize('name', list(MODELS))
 def test_any_recorder_gets_a_graph_of_what_eager_computes(name, recorder, grad):
     torch.manual_seed(0)
-    model = MODELS[name]().eval()
-    exact = copy.deepcopy(model).double()
-    record, dynamic = RECORDERS[recorder]
-    x = torch.randn(*TRACED)
-    with nullcontext() if grad else torch.no_grad():
-        graph = record(model, x)
-    check_graph(graph, model, exact, (TRACED, *OTHERS) if dynamic else (TRACED, ))
+    check_recording(recorder, Eager(MODELS[name]().eval()), grad)
 
 
 def one_block_a_stage(arch: str) -> dict:
@@ -143,21 +183,33 @@ def one_block_a_stage(arch: str) -> dict:
     return dict(RMT.arch_zoo[arch], depths=[1, 1, 1, 1])
 
 
-#: The small input of :func:`test_every_rmt_arch_records_a_graph_of_what_eager_computes`.
-SMALL = (1, 3, 64, 64)
-
-
-@pytest.mark.parametrize('impl', ['fast', 'reference'])
-@pytest.mark.parametrize('arch', ['t', 's', 'b', 'l'])
-def test_every_rmt_arch_records_a_graph_of_what_eager_computes(arch, impl):
-    """Every arch of RMT in both implementations, recorded by the TorchScript recorders (seconds each, where the
-    dynamo ones take a minute) under no_grad at a small size: the ONNX graph and the trace compute what eager
-    does (the tiny arch above, RMT-T's blocks, gets every recorder)."""
+@pytest.fixture(scope='module', params=[(arch, impl) for arch in 'tsbl' for impl in ('fast', 'reference')],
+                ids=lambda arch_impl: '-'.join(arch_impl))
+def rmt_arch(request) -> Eager:
+    """RMT of one arch (:func:`one_block_a_stage`) and implementation from mmdet's registry in eval mode, made
+    once for every recorder's cell (pytest runs the cells of one arch together)."""
+    arch, impl = request.param
     torch.manual_seed(0)
-    model = from_registry('mmdet', dict(type='RMT', arch=one_block_a_stage(arch), impl=impl))().eval()
-    exact = copy.deepcopy(model).double()
-    x = torch.randn(*SMALL)
+    return Eager(from_registry('mmdet', dict(type='RMT', arch=one_block_a_stage(arch), impl=impl))().eval())
+
+
+@pytest.fixture(scope='module')
+def rmt_arch_program(rmt_arch) -> torch.export.ExportedProgram:
+    """torch.export's program of :func:`rmt_arch` under no_grad, recorded once for both dynamo recorders."""
     with torch.no_grad():
-        graphs = [onnx_torchscript(model, x), jit_trace(model, x)]
-    for graph in graphs:
-        check_graph(graph, model, exact, (SMALL, ))
+        return exported_program(rmt_arch.model, torch.randn(*TRACED))
+
+
+@pytest.mark.parametrize('recorder', ['onnx-torchscript', 'jit-trace'])
+def test_every_rmt_arch_records_a_graph_of_what_eager_computes(rmt_arch, recorder):
+    """Every arch of RMT in both implementations, recorded by the TorchScript recorders under no_grad (the
+    tiny arch above, RMT-T's blocks, gets every recorder with and without grad)."""
+    check_recording(recorder, rmt_arch, grad=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('recorder', list(PROGRAM_RECORDERS))
+def test_every_rmt_arch_exports_a_graph_of_what_eager_computes(rmt_arch, rmt_arch_program, recorder):
+    """Every arch of RMT in both implementations through the dynamo recorders: torch.export's program and
+    the dynamo ONNX exporter's translation of it (one trace for both cells of an arch)."""
+    check_graph(PROGRAM_RECORDERS[recorder](rmt_arch_program), rmt_arch)
