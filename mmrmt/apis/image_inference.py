@@ -25,6 +25,7 @@ from mmengine.utils import ProgressBar
 
 from mmrmt.checkpoint import load_model_weights
 from mmrmt.utils import PreflightError, config_dataset_meta, revert_sync_bn_when_single
+from mmrmt.utils.model_kind import config_scope
 from .image_inputs import OutputFiles, write_atomically
 
 #: Palette names besides the libraries' dataset names: the config's (or checkpoint's) palette.
@@ -55,16 +56,14 @@ class ConfigMetaMixin:
             model.dataset_meta.update(config_dataset_meta(cfg))
 
 
-def inferencer_class(scope: Optional[str]) -> type:
-    """The inferencer of the config's scope, with :class:`ConfigMetaMixin`."""
+def inferencer_class(scope: str) -> type:
+    """The inferencer of the config's scope (:func:`~mmrmt.utils.model_kind.config_scope`), with
+    :class:`ConfigMetaMixin`."""
     if scope == 'mmdet':
         from mmdet.apis import DetInferencer
         return type('MMRMTDetInferencer', (ConfigMetaMixin, DetInferencer), {})
-    if scope == 'mmseg':
-        from mmseg.apis import MMSegInferencer
-        return type('MMRMTSegInferencer', (ConfigMetaMixin, MMSegInferencer), {})
-    raise PreflightError(f"the config's default_scope is {scope!r}; image inference needs 'mmdet' "
-                         f"(detection) or 'mmseg' (segmentation)")
+    from mmseg.apis import MMSegInferencer
+    return type('MMRMTSegInferencer', (ConfigMetaMixin, MMSegInferencer), {})
 
 
 def is_detection(inferencer: BaseInferencer) -> bool:
@@ -122,7 +121,7 @@ def build_inferencer(cfg: Config,
             checkpoint does not fit the model, or the palette is unknown.
     """
     cfg = revert_sync_bn_when_single(copy.deepcopy(cfg), distributed=False)
-    factory = inferencer_class(cfg.get('default_scope'))
+    factory = inferencer_class(config_scope(cfg))
     inferencer = factory(model=cfg, weights=weights, device=device)
     inferencer.show_progress = False  # one progress bar, ours, over all images
     meta = inferencer.model.dataset_meta

@@ -10,6 +10,7 @@ import torch
 from mmrmt.deployment.export import random_proposals
 from mmrmt.models import backbones
 from mmrmt.utils import build_seeded_model, read_config
+from mmrmt.utils.model_kind import config_scope
 from .contenders import backbone_type, parse_backbone, takes_impl
 from .upstream_rest import load_upstream_module
 
@@ -55,9 +56,7 @@ def build_whole_model(config: str, impl: Optional[str]) -> Tuple[torch.nn.Module
     compared with the torch model's own.
     """
     cfg = read_config(config)
-    scope = cfg.get('default_scope', 'mmdet')
-    if scope not in ('mmdet', 'mmseg'):
-        raise ValueError(f"{config}: default_scope must be 'mmdet' or 'mmseg', got {scope!r}.")
+    scope = config_scope(cfg, config)
     if impl is not None and takes_impl(backbone_type(cfg)):  # ResMLP's one implementation: 'fast' or None
         cfg.model.backbone.impl = impl
     cfg.model.backbone.pop('init_cfg', None)  # initialised weights: no download, same speed

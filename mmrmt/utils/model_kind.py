@@ -1,8 +1,8 @@
-"""The one reader of a model's kind, and the check that a graph and a model config describe the same kind
-before anything is built (a graph evaluated or timed with a config of another kind would
-fail late, or be reported as the model it is not). pytorch2onnx.py names a model's ports by its kind
-(:mod:`mmrmt.deployment.export.tensor_mode`); a graph with other ports (another exporter's) is not evaluated as
-a config's model: its outputs would be fed to the model's heads."""
+"""The one reader of a model's kind (:func:`config_scope`: its library; :func:`model_kind`: its heads), and
+the check that a graph and a model config describe the same kind before anything is built (a graph evaluated or
+timed with a config of another kind would fail late, or be reported as the model it is not). pytorch2onnx.py
+names a model's ports by its kind (:mod:`mmrmt.deployment.export.tensor_mode`); a graph with other ports (another
+exporter's) is not evaluated as a config's model: its outputs would be fed to the model's heads."""
 from typing import Any, List, Mapping, Optional, Tuple
 
 from mmengine.config import Config
@@ -18,6 +18,15 @@ KIND_PORTS = dict(two_stage="takes 'image' and 'proposals' and returns rpn_* and
                   single_stage="takes 'image' and returns head_*", segmentor="takes 'image' and returns seg_logits")
 #: The kinds that are detectors.
 DETECTORS = ('two_stage', 'single_stage')
+
+
+def config_scope(cfg: Config, config: str = 'the config') -> str:
+    """'mmdet' or 'mmseg': the library of the config's model, its ``default_scope`` (else a ``PreflightError``)."""
+    scope = cfg.get('default_scope')
+    if scope not in ('mmdet', 'mmseg'):
+        raise PreflightError(f"{config}: default_scope is {scope!r}, mmrmt's tools take 'mmdet' (a detector) or "
+                             "'mmseg' (a segmentor): set it in the config")
+    return scope
 
 
 def model_kind(model: Any) -> Optional[str]:

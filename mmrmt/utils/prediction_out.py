@@ -9,13 +9,14 @@ from typing import Iterator, List, Optional, Tuple
 from mmengine.config import Config
 
 from mmrmt.run_claim import RunClaim
+from .model_kind import config_scope
 from .output_guard import check_new_file, check_not_an_input
 from .preflight import PreflightError, check_writable
 
 
 def is_detection(cfg: Config) -> bool:
-    """Whether ``cfg`` is an mmdet config (else an mmseg one)."""
-    return cfg.get('default_scope') == 'mmdet'
+    """Whether ``cfg`` is an mmdet config (else an mmseg one: :func:`.model_kind.config_scope`)."""
+    return config_scope(cfg) == 'mmdet'
 
 
 def add_prediction_out_arguments(parser: argparse.ArgumentParser) -> None:

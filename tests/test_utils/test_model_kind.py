@@ -1,10 +1,12 @@
 """model_kind: the task of a detector or segmentor read alike from a config's model dict and a built
-model; config_model_kind adds the masks of a two-stage detector."""
+model; config_model_kind adds the masks of a two-stage detector; config_scope: the library, the one reader of
+``default_scope`` for every tool."""
 import pytest
 from mmengine.config import Config
 from torch import nn
 
-from mmrmt.utils.model_kind import config_model_kind, model_kind
+from mmrmt.utils import PreflightError
+from mmrmt.utils.model_kind import config_model_kind, config_scope, model_kind
 
 TWO_STAGE = dict(type='MaskRCNN', rpn_head=dict(type='RPNHead'), roi_head=dict(type='StandardRoIHead'))
 KINDS = [
@@ -64,3 +66,15 @@ def test_test_onnx_refuses_a_foreign_graph_before_building(tmp_path):
     assert line.startswith(f'error: {foreign} is no graph of tools/deployment/pytorch2onnx.py (inputs [\'image\'], '
                            "outputs ['logits']); the graph of"), line
     assert sorted(path.name for path in tmp_path.iterdir()) == ['foreign.onnx']
+
+
+@pytest.mark.parametrize('scope', ['mmdet', 'mmseg'])
+def test_the_library_of_a_config(scope):
+    assert config_scope(Config(dict(default_scope=scope))) == scope
+
+
+@pytest.mark.parametrize('settings', [dict(), dict(default_scope='mmpretrain')])
+def test_a_config_of_no_library_of_ours_is_one_line_naming_the_fix(settings):
+    with pytest.raises(PreflightError, match=r"^x.py: default_scope is .*'mmdet' \(a detector\) or 'mmseg' "
+                                             r"\(a segmentor\): set it in the config$"):
+        config_scope(Config(settings), 'x.py')
