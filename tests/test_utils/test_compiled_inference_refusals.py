@@ -1,9 +1,16 @@
 """--compile where Inductor cannot build its code (moved from tests/tools/test_compiled_tools.py): one line naming
-what is missing, on the CPU (a C++ compiler) and on CUDA (Triton)."""
+what is missing, on the CPU (a C++ compiler) and on CUDA (Triton); --compile-options without --compile."""
 import pytest
 
 from mmrmt.utils import PreflightError
 from mmrmt.utils.compiled_inference import check_compile
+
+
+def test_options_without_compile():
+    with pytest.raises(PreflightError) as refused:
+        check_compile(False, ['max_autotune=True'], 'cpu')
+    assert str(refused.value) == '--compile-options set the options of --compile: add --compile'
+    assert check_compile(False, [], 'cpu') is None
 
 
 def test_no_cpp_compiler_for_the_cpu(monkeypatch):

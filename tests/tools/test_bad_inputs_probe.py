@@ -135,6 +135,8 @@ def rows() -> List[Row]:
         ('train.py', ['{det}', '--work-dir', '{lock_fifo}'], LOCKS['lock_fifo']),
         ('misc/demo.py', ['--work-dir', 'work', '--cfg-options', 'train_cfg.max_iters=0'],
          '--cfg-options: train_cfg.max_iters must be an int >= 1, got 0'),
+        ('train.py', ['{det}', '--work-dir', 'work', '--cfg-options', 'train_dataloader.dataset.data_root={bad}/none'],
+         'data root of train_dataloader not found: {bad}/none (set it with --cfg-options, or '),
         ('deployment/quantize_onnx.py', ['{onnx_whole}', '--config', '{det}', '--out', 'int8.onnx', '--images',
                                          '{no_images}'], 'holds no .jpg, .jpeg, .png or .bmp file'),
         ('deployment/pytorch2onnx.py', ['{det}', '--shape', '64', '64', '--batch', '4', '--images-per-run', '3',

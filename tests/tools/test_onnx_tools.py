@@ -2,9 +2,8 @@
 configs, demo data): metrics of a graph, an int8 file, a profile; bad inputs are one line, nothing written
 (the rows of test_bad_inputs_probe.py).
 
-The runs that compute something are subprocesses, as users run the tools (one refusal too, for the exit
-status); the graphs
-they read are exported in this process by pytorch2onnx's main (the exports are tested in test_pytorch2onnx)."""
+The runs that compute something are subprocesses, as users run the tools; the graphs they read are exported
+in this process by pytorch2onnx's main (the exports are tested in test_pytorch2onnx)."""
 import pickle
 import re
 from pathlib import Path
@@ -51,11 +50,6 @@ def test_test_onnx_reports_the_test_metrics(graphs, demo_root, tmp_path):
     check_ok(result)
     metrics = re.search(r'^\S+det\.onnx in onnxruntime: (.+)$', result.stdout, re.M).group(1)
     assert re.match(r'coco/bbox_mAP -?[\d.]+, coco/bbox_mAP_50 .+, coco/segm_mAP -?[\d.]+', metrics), metrics
-
-
-def test_test_onnx_missing_model(tmp_path):
-    result = run_tool([TEST_ONNX, DET_CONFIG, tmp_path / 'none.onnx'])
-    assert result.returncode == 1 and last_line(result) == f'error: ONNX model not found: {tmp_path / "none.onnx"}'
 
 
 def test_quantize_a_backbone_on_a_folder_of_images(graphs, demo_root, tmp_path, monkeypatch, capsys):
