@@ -172,6 +172,12 @@ def seg_data_options(root: Path) -> List[str]:
     return [f'{loader}.dataset.data_root={root / "ade"}/' for loader in LOADERS]
 
 
+#: mmdet's and mmseg's own tools/train.py on our test configs (mmseg's stops at their mmseg:: bases on the forks):
+#: pytest params of (library, config, its data options, the fixture of our tools/train.py's run of it).
+LIBRARIES = [('mmdet', DET_CONFIG, det_data_options, 'det_work_dir'),
+             pytest.param('mmseg', SEG_CONFIG, seg_data_options, 'seg_work_dir', marks=READ_BY_MMSEG_TOOLS)]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
