@@ -68,28 +68,40 @@ def test_each_torch_finds_its_own_wheel_only(tmp_path):
     assert find_wheel(tmp_path / 'house', under='torch-2.7.1').returncode == 1  # the default's only
 
 
+def make(*args: str) -> str:
+    """What ``make ARGS`` prints (``-n``: what it would run; ``-p``: its database, nothing run);
+    ``--no-print-directory``: under `make test` this make is a sub-make, which would announce its directory."""
+    return subprocess.run(['make', '--no-print-directory', *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=60).stdout.strip()
+
+
 def makefile_variable(name: str) -> str:
-    """The value the Makefile gives ``name`` (``make -pn``: its database, nothing run)."""
-    database = subprocess.run(['make', '--no-print-directory', '-pn', 'lint'], cwd=REPO, capture_output=True,
-                              text=True, timeout=60).stdout
-    (value, ) = [line.split(' := ', 1)[1] for line in database.splitlines() if line.startswith(f'{name} := ')]
+    """The value the Makefile gives ``name``."""
+    database = make('-pn', 'lint').splitlines()
+    (value, ) = [line.split(' := ', 1)[1] for line in database if line.startswith(f'{name} := ')]
     return value
 
 
-def test_makefile_builds_the_floor_environment_with_the_floor_torch():
-    result = subprocess.run(['make', '--no-print-directory', '-n', 'setup-floor', 'VENV_FLOOR=/tmp/floor venv'],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
-    torch, torchvision = makefile_variable('TORCH_FLOOR'), makefile_variable('TORCHVISION_FLOOR')
-    assert result.stdout.strip() == (f"TORCH={torch} TORCHVISION={torchvision} VENV='/tmp/floor venv' "
-                                     'bash tools/misc/setup_env.sh')
+@pytest.mark.parametrize('target,venv,command', [
+    ('setup', 'VENV=/tmp/my venv', "VENV='/tmp/my venv' bash tools/misc/setup_env.sh"),
+    ('setup-forks', 'VENV_FORKS=/tmp/forks venv', "FAMILY=onedl VENV='/tmp/forks venv' bash tools/misc/setup_env.sh"),
+    ('setup-floor', 'VENV_FLOOR=/tmp/floor venv', "TORCH={TORCH_FLOOR} TORCHVISION={TORCHVISION_FLOOR} "
+     "VENV='/tmp/floor venv' bash tools/misc/setup_env.sh"),
+])
+def test_makefile_hands_setup_env_its_venv_and_family(target, venv, command):
+    floor = {name: makefile_variable(name) for name in ('TORCH_FLOOR', 'TORCHVISION_FLOOR')} if 'FLOOR' in venv else {}
+    assert make('-n', target, venv) == command.format(**floor)
 
 
-def test_test_floor_runs_the_named_tests_in_the_floor_environment():
-    result = subprocess.run(['make', '--no-print-directory', '-n', 'test-floor', 'VENV_FLOOR=/tmp/floor'],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
-    command = result.stdout.strip().splitlines()[-1]
-    assert command.startswith(f'/tmp/floor/bin/python -m pytest {makefile_variable("FLOOR_TESTS")} ')
-    assert all((REPO / path).exists() for path in makefile_variable('FLOOR_TESTS').split())
+def test_test_forks_and_test_floor_run_their_tests_in_their_environments():
+    forks = make('-n', 'test-forks', 'VENV_FORKS=/tmp/forks').splitlines()[-1]
+    assert forks.startswith('/tmp/forks/bin/python -m pytest tests ')
+    assert forks.endswith(' --ignore=tests/test_deployment/test_mmdeploy')
+    assert (REPO / 'tests' / 'test_deployment' / 'test_mmdeploy' / 'test_mmdeploy.py').is_file()
+    floor_tests = makefile_variable('FLOOR_TESTS')
+    assert make('-n', 'test-floor', 'VENV_FLOOR=/tmp/floor').splitlines()[-1].startswith(
+        f'/tmp/floor/bin/python -m pytest {floor_tests} ')
+    assert all((REPO / path).exists() for path in floor_tests.split())
 
 
 def test_the_declared_torch_floor_is_the_one_make_test_floor_checks():
@@ -97,29 +109,6 @@ def test_the_declared_torch_floor_is_the_one_make_test_floor_checks():
     runtime = (REPO / 'requirements' / 'runtime.txt').read_text().splitlines()
     assert f'torch>={makefile_variable("TORCH_FLOOR")}' in runtime
     assert f'torchvision>={makefile_variable("TORCHVISION_FLOOR")}' in runtime
-
-
-def test_makefile_passes_its_venv():
-    # --no-print-directory: under `make test` this make is a sub-make, which
-    # would otherwise announce the directory it enters.
-    result = subprocess.run(['make', '--no-print-directory', '-n', 'setup', 'VENV=/tmp/my venv'],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert result.stdout.strip() == "VENV='/tmp/my venv' bash tools/misc/setup_env.sh"
-
-
-def test_makefile_builds_the_forks_environment_with_family_onedl():
-    result = subprocess.run(['make', '--no-print-directory', '-n', 'setup-forks', 'VENV_FORKS=/tmp/forks venv'],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert result.stdout.strip() == "FAMILY=onedl VENV='/tmp/forks venv' bash tools/misc/setup_env.sh"
-
-
-def test_test_forks_runs_the_suite_in_the_forks_environment_but_for_mmdeploy():
-    result = subprocess.run(['make', '--no-print-directory', '-n', 'test-forks', 'VENV_FORKS=/tmp/forks'],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
-    command = result.stdout.strip().splitlines()[-1]
-    assert command.startswith('/tmp/forks/bin/python -m pytest tests ')
-    assert command.endswith(' --ignore=tests/test_deployment/test_mmdeploy')
-    assert (REPO / 'tests' / 'test_deployment' / 'test_mmdeploy' / 'test_mmdeploy.py').is_file()
 
 
 @pytest.mark.parametrize('setting,error', [
