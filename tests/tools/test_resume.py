@@ -2,17 +2,42 @@
 4-iteration run (same seed, deterministic mode), through our tools/train.py and through mmdet's and mmseg's
 own given our configs (the ResumeRNGHook they name); ``--resume`` in a copied work dir reads the copy's
 checkpoints only, or refuses in one line before writing anything (the OwnWorkDirRunner they name)."""
+import shutil
+from pathlib import Path
+from typing import List, Sequence
+
 import pytest
 import torch
 
-from tool_process import (DET_CONFIG, LIBRARIES, REPO, check_ok, copy_without, det_data_options, files_under,
-                          foreign_checkpoint_error, library_train_script, load_checkpoint, run_script)
+from tool_process import (DET_CONFIG, LIBRARIES, REPO, check_ok, det_data_options, library_train_script,
+                          load_checkpoint, run_script)
 
 LAUNCHERS = [('ours', DET_CONFIG, det_data_options, 'det_work_dir'), *LIBRARIES]
 
 
 def train_script(launcher: str):
     return REPO / 'tools' / 'train.py' if launcher == 'ours' else library_train_script(launcher)
+
+
+def copy_without(work_dir: Path, copy: Path, removed: Sequence[str] = ()) -> Path:
+    """``cp -r work_dir copy``, then the ``removed`` files deleted from the copy."""
+    shutil.copytree(work_dir, copy)
+    for name in removed:
+        (copy / name).unlink()
+    return copy
+
+
+def files_under(folder: Path) -> List[str]:
+    """Every path below ``folder``, to compare before and after a run."""
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob('*'))
+
+
+def foreign_checkpoint_error(copy: Path, original: Path) -> str:
+    """The line a run resuming a copied work dir that lacks the last checkpoint ends with."""
+    return (f'error: {copy}/last_checkpoint names {original}/iter_4.pth, a checkpoint outside '
+            f"this run's folder {copy} (a copied or moved work dir?), and {copy}/iter_4.pth does "
+            f'not exist: resume from a checkpoint of this work dir by naming it (--resume CKPT), '
+            f'or delete {copy}/last_checkpoint to train from scratch')
 
 
 @pytest.mark.parametrize('launcher,config,data_options,trained', LAUNCHERS)
