@@ -13,6 +13,7 @@ from helpers.upstream_trained_models import (MMDET2, MMSEG0, build_model, datase
                                              write_upstream_file)
 
 get_flops = import_tool('tools/analysis_tools/get_flops.py')
+pytestmark = pytest.mark.slow  # five zoo models built, twice each
 
 UNUSED_STAGE_1_NORM = {'backbone.extra_norms.0.weight', 'backbone.extra_norms.0.bias'}
 MODELS = [  # our config, the upstream version, the keys conversion drops
