@@ -8,12 +8,11 @@ appears. The model converters, which read the saved config for the backbone's
 arch, have their cases in test_model_converters.py and test_upstream_trained.py.
 
 A checkpoint carrying a pickle payload is refused by every path mmengine loads
-through (``load_checkpoint``, ``load_from``, ``init_cfg``, ``--resume``; mmdet's
-and mmseg's own train.py and test.py too) in one line, on upstream mmengine and
-on onedl-mmengine alike (make test-forks), and the payload never runs.
+through (``load_from``, ``init_cfg``, ``--resume``; mmdet's and mmseg's own train.py
+and test.py too; ``load_checkpoint`` in a user's script: tests/test_upstream_fixes.py) in
+one line, on upstream mmengine and on onedl-mmengine alike (make test-forks), and the
+payload never runs.
 """
-import subprocess
-import sys
 from pathlib import Path
 from typing import Tuple
 
@@ -24,7 +23,7 @@ from mmrmt.checkpoint import REFUSAL_ADVICE
 from helpers.code_in_checkpoint import save_pickle_payload, with_code_in_saved_config
 from tool_process import (DET_CONFIG, MMSEG_TOOLS_READ_OUR_CONFIGS, SEG_CONFIG, assert_mmseg_tools_stop, check_ok,
                           det_data_options, exit_message, library_train_script, load_checkpoint, run_script, run_tool,
-                          seg_data_options, tool_env)
+                          seg_data_options)
 
 
 @pytest.fixture
@@ -103,17 +102,6 @@ def assert_library_refused(library: str, result, checkpoint: Path, marker: Path)
         assert_mmseg_tools_stop(result)
     else:
         assert_refused_in_last_line(result, checkpoint, marker)
-
-
-def test_mmengine_load_checkpoint_refuses_a_pickle_payload(pickled_code):
-    """``load_checkpoint`` of a user's script after ``import mmrmt``: never a fallback to
-    ``weights_only=False`` (onedl-mmengine's ``_safe_torch_load`` retries with it)."""
-    checkpoint, marker = pickled_code
-    script = ('import sys, torch, mmrmt\nfrom mmengine.runner import load_checkpoint\n'
-              'load_checkpoint(torch.nn.Linear(1, 1), sys.argv[1])\n')
-    result = subprocess.run([sys.executable, '-c', script, str(checkpoint)], capture_output=True, text=True,
-                            timeout=300, env=tool_env())
-    assert_refused_in_last_line(result, checkpoint, marker)
 
 
 @pytest.mark.parametrize('library,config,data_options', [
