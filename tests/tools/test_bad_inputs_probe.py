@@ -205,6 +205,8 @@ def bounded_inputs() -> List[Row]:
     return [
         *[('../demo/image_demo.py', [*demo, '--pred-score-thr', value], '--pred-score-thr is a score between 0 and '
            f'1, got {value}') for value in ('2.0', 'nan')],
+        ('../demo/image_demo.py', ['{image}', '{det}', '--out-dir', '{photos}'], 'output file exists: '
+         '{photos}/vis/image.png; pass --force to overwrite or choose another --out-dir'),
         ('../demo/image_demo.py', [*demo, '--picture-scale', '1000'], '--picture-scale 1000 would paint {image} '
          '(48x32) on 48000x32000 pixels, more than 67,108,864: give at most 209'),
         ('train.py', ['{resmlp_2}', '--work-dir', 'work'],
@@ -219,12 +221,18 @@ def bounded_inputs() -> List[Row]:
          '--runtime and --precision choose where --verify runs the file: add --verify'),
         ('deployment/pytorch2onnx.py', ['{cascade}', '--shape', '64', '96', '--dynamic', '--out', 'm.onnx'],
          'a Cascade R-CNN graph exports at a fixed size only'),
+        ('deployment/pytorch2onnx.py', [*onnx, '--exporter', 'dynamo', '--opset', '11'],
+         'the dynamo exporter writes opsets 18 to 20, got --opset 11; --exporter torchscript writes it'),
+        ('deployment/pytorch2onnx.py', [*onnx, '--opset', '10'],
+         'the torchscript exporter writes opsets 11 to 20, got --opset 10'),
+        ('deployment/pytorch2onnx.py', ['{det}', '--shape', '16', '64', '--dynamic', '--out', 'm.onnx'],
+         '--shape must be at least 64 (H W) with --dynamic, got 16 64'),
         ('deployment/quantize_onnx.py', [*quantize, '--images', 'none'], '--images folder not found: none'),
         ('deployment/quantize_onnx.py', [*quantize, '--count', '0'], '--count must be at least 1, got 0'),
         ('../demo/classify_demo.py', ['missing.jpg', '--model', 'rest_lite', '--weights', '{whole}'],
          'input not found: missing.jpg'),
-        ('analysis_tools/compile_report.py', ['--backbone', 'swin-t'],
-         "--backbone must be TYPE-ARCH with TYPE in ['resmlp', 'rest', 'rmt']"),
+        ('analysis_tools/compile_report.py', ['--backbone', 'rmt-t', '--profile', '-1'],
+         '--batch and --repeats must be at least 1, --shape at least 32 32, --profile at least 0'),
         ('analysis_tools/get_flops.py', ['{det}', '--shape', '20000', '20000'],
          '--shape 20000 20000 is too large to count: at most 4096 pixels a side'),
         *[('analysis_tools/get_flops.py', ['{det}', '--shape', *shape], f'--shape takes H W or one size, each >= 1, '

@@ -10,7 +10,7 @@ import torch
 
 from mmrmt.benchmark import models
 from mmrmt.cpu_features import CPUFeatures
-from tool_process import REPO, check_ok, exit_message, run_tool
+from tool_process import REPO, check_ok, run_tool
 
 TOOL = 'analysis_tools/compile_report.py'
 AMX = CPUFeatures('Intel(R) Xeon(R) Platinum 8480+', frozenset({'avx512f', 'avx512_bf16', 'amx_bf16'}))
@@ -132,9 +132,3 @@ def test_options_reach_torch_compile(monkeypatch, capsys):
     runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
     assert calls == [dict(options=dict(freezing=True, **{'cpp.threads': 1}))]
     assert ', options freezing=True cpp.threads=1\n' in capsys.readouterr().out
-
-
-def test_its_own_bounds_are_one_line_before_any_model(monkeypatch, capsys):
-    """The tool's own bounds (the shared checks are tested beside mmrmt.benchmark)."""
-    message = exit_message(TOOL, ['--backbone', 'rmt-t', '--profile', '-1'], monkeypatch, capsys)
-    assert message == 'error: --batch and --repeats must be at least 1, --shape at least 32 32, --profile at least 0'

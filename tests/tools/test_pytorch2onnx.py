@@ -14,7 +14,7 @@ import torch
 
 from mmrmt.models import RMT
 from helpers.openvino_refusal import refused_in_process
-from helpers.tool_modules import exit_line as tool_exit_line, import_tool
+from helpers.tool_modules import import_tool
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, TEST_CONFIGS, check_ok, run_tool
 
 pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
@@ -91,27 +91,6 @@ def test_whole_models_export_at_mmdeploys_opsets(config, options, opset, tmp_pat
     assert ('pools as torch RoIs of sides >= 4 px' in printed) == (config == DET_CONFIG)
     model = onnx.load(str(out), load_external_data=False)
     assert [entry.version for entry in model.opset_import if entry.domain in ('', 'ai.onnx')] == [opset]
-
-
-def exit_line(args, capsys) -> str:
-    """Run the tool's main() in this process; return the one line it exits with."""
-    line = tool_exit_line(pytorch2onnx.main, args)
-    captured = capsys.readouterr()
-    assert captured.out == '' and captured.err == '', 'the tool printed more than its error'
-    return line
-
-
-@pytest.mark.parametrize('args,expected', [
-    (['--exporter', 'dynamo', '--opset', '11'],
-     'error: the dynamo exporter writes opsets 18 to 20, got --opset 11; --exporter torchscript writes it'),
-    (['--opset', '10'], 'error: the torchscript exporter writes opsets 11 to 20, got --opset 10'),
-    (['--dynamic', '--shape', 16, 64], 'error: --shape must be at least 64 (H W) with --dynamic, got 16 64'),
-])
-def test_bad_export_settings(args, expected, tmp_path, capsys):
-    shape = [] if '--shape' in args else ['--shape', 64, 64]
-    message = exit_line([DET_CONFIG, *shape, *args, '--out', tmp_path / 'model.onnx'], capsys)
-    assert message == expected
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_backbone_only_export_with_weights_and_force(tmp_path, capsys):
