@@ -243,6 +243,8 @@ def bounded_inputs() -> List[Row]:
          "the config's backbone is ResT; this tool needs RMT"),
         ('analysis_tools/visualize_decay.py', ['{det}', '--image', '{image}', '--out', 'd.jpg'],
          '--out must name a .png file, got d.jpg'),
+        ('analysis_tools/visualize_decay.py', ['{det}', '--image', '{image}', '--out', '{photos}/vis/image.png'],
+         '--out {photos}/vis/image.png exists; choose another path, or add --force to replace it'),
         ('analysis_tools/visualize_decay.py', [*decay, '--max-size', '0'],
          '--max-size is the longer image side in pixels: give at least 1 (default 640), got 0'),
         ('deployment/test_onnx.py', ['{det}', '{onnx_single_stage}', '--work-dir', 'work'],
