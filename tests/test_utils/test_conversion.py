@@ -15,6 +15,7 @@ from helpers.tool_modules import exit_line
 from helpers.upstream_layouts import assert_backbone_file_loads, random_upstream_state_dict
 
 rmt_to_mmrmt, rest_detectron2_to_mmrmt = (backbone_converter_main(family, 'Convert.') for family in ('rmt', 'rest'))
+pytestmark = pytest.mark.slow  # RMT-T and ResT-Small files written, read and loaded
 
 
 def rmt_backbone_keys(classifier: dict) -> dict:
