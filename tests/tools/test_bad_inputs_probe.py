@@ -11,7 +11,6 @@ nothing else, and left the folder it ran in and the bad files as they were. The 
 process (``runpy``, as their ``__main__``), the launchers in subprocesses. docs/troubleshooting.md
 mirrors the table (:func:`table_markdown`; a test keeps the two equal).
 """
-import errno
 import hashlib
 import os
 import pickle
@@ -406,33 +405,6 @@ def test_a_second_test_run_writing_the_same_out_refuses(det_work_dir, demo_root,
     runpy.run_path(str(REPO / 'tools' / 'test.py'), run_name='__main__')
     assert len(pickle.loads(out.read_bytes())) == 8  # the test set's predictions
     assert not Path(claim_path(str(out))).exists() and not list(tmp_path.glob('.same.pkl.*'))
-
-
-def test_a_full_disk_leaves_no_truncated_checkpoint(demo_root, tmp_path, monkeypatch):
-    """Training on a disk that fills while iter_4.pth is written: one line naming the last complete
-    checkpoint, no part of iter_4.pth left, last_checkpoint still naming iter_2.pth."""
-    from mmengine.fileio.backends import LocalBackend
-    put = LocalBackend.put
-
-    def fill_up(backend, data, path):
-        if 'iter_4' in str(path):
-            Path(path).write_bytes(data[:len(data) // 2])
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        put(backend, data, path)
-
-    monkeypatch.setattr(LocalBackend, 'put', fill_up)
-    work_dir = tmp_path / 'work'
-    monkeypatch.setattr(sys, 'argv', ['train.py', str(DET_CONFIG), '--work-dir', str(work_dir), '--cfg-options',
-                                      'train_cfg.val_interval=100', *det_data_options(demo_root)])
-    with pytest.raises(SystemExit) as exited:
-        runpy.run_path(str(REPO / 'tools' / 'train.py'), run_name='__main__')
-    assert exited.value.code == (f'error: cannot write checkpoint {work_dir}/iter_4.pth: No space left on device; '
-                                 f'nothing of it was left, and the last complete one is {work_dir}/iter_2.pth '
-                                 '(resume from it with --resume once there is room)')
-    assert sorted(path.name for path in work_dir.glob('*.pth')) == ['iter_2.pth']
-    assert not list(work_dir.glob('.*.tmp'))
-    assert (work_dir / 'last_checkpoint').read_text() == str(work_dir / 'iter_2.pth')
-    assert not (work_dir / LOCK_FILE).exists()
 
 
 DOCS = REPO / 'docs' / 'troubleshooting.md'
