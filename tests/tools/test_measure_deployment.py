@@ -1,21 +1,16 @@
 """tools/deployment/measure_deployment.sh checks its inputs before it times anything: a missing,
 unreadable or other model's checkpoint, an existing or uncreatable OUT_DIR each end it in one
 `error:` line, with nothing written (no OUT_DIR left behind)."""
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from tool_process import REPO, tool_env
-
-SCRIPT = REPO / 'tools' / 'deployment' / 'measure_deployment.sh'
+from tool_process import REPO, run_script
 
 
-def run(checkpoint: Path, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(['bash', str(SCRIPT), str(checkpoint), str(out)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env=dict(tool_env(), PYTHON=sys.executable))
+def run(checkpoint: Path, out: Path):
+    return run_script(REPO / 'tools' / 'deployment' / 'measure_deployment.sh', [checkpoint, out])
 
 
 @pytest.mark.parametrize('name,content,message', [

@@ -15,7 +15,7 @@ from tool_process import (DET_CONFIG, LIBRARIES, REPO, check_ok, det_data_option
 LAUNCHERS = [('ours', DET_CONFIG, det_data_options, 'det_work_dir'), *LIBRARIES]
 
 
-def train_script(launcher: str):
+def train_script(launcher: str) -> Path:
     return REPO / 'tools' / 'train.py' if launcher == 'ours' else library_train_script(launcher)
 
 
