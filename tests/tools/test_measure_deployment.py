@@ -1,6 +1,7 @@
 """tools/deployment/measure_deployment.sh checks its inputs before it times anything: a missing,
 unreadable or other model's checkpoint, an existing or uncreatable OUT_DIR each end it in one
 `error:` line, with nothing written (no OUT_DIR left behind)."""
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import torch
 from tool_process import REPO, run_script
 
 
-def run(checkpoint: Path, out: Path):
+def run(checkpoint: Path, out: Path) -> subprocess.CompletedProcess:
     return run_script(REPO / 'tools' / 'deployment' / 'measure_deployment.sh', [checkpoint, out])
 
 
