@@ -117,6 +117,14 @@ def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[s
     return None
 
 
+def enable_auto_scale_lr(cfg: Config) -> None:
+    """``--auto-scale-lr``, mmdet's: mmengine scales the learning rates by the batch size over the config's base one."""
+    if not (cfg.get('auto_scale_lr') or {}).get('base_batch_size'):
+        raise PreflightError('--auto-scale-lr needs auto_scale_lr = dict(base_batch_size=N) in the '
+                             'config: N, the total batch size its learning rate was set for')
+    cfg.auto_scale_lr.enable = True
+
+
 def main() -> None:
     args = parse_args()
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
@@ -124,11 +132,8 @@ def main() -> None:
     if args.amp:
         use_amp_optim_wrapper(cfg)
     check_optim_wrapper_device(cfg)
-    if args.auto_scale_lr:  # mmdet's: mmengine scales the learning rates by the batch size over the base one
-        if not (cfg.get('auto_scale_lr') or {}).get('base_batch_size'):
-            raise PreflightError('--auto-scale-lr needs auto_scale_lr = dict(base_batch_size=N) in the '
-                                 'config: N, the total batch size its learning rate was set for')
-        cfg.auto_scale_lr.enable = True
+    if args.auto_scale_lr:
+        enable_auto_scale_lr(cfg)
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
     check_not_an_input(cfg.work_dir, '--work-dir', [('the config', args.config),
                                                     *dataloader_inputs(cfg, ['train_dataloader', 'val_dataloader'])])

@@ -40,3 +40,12 @@ def upstream_param_count(variant: str, without: Tuple[str, ...] = ()) -> int:
             continue
         total += torch.Size(shape).numel()
     return total
+
+
+def assert_backbone_file_loads(backbone_cls: type, arch, path: Path, expected: Dict[str, torch.Tensor]) -> None:
+    """The backbone file ``path`` loads through ``init_cfg`` into ``backbone_cls(arch)`` with ``expected``'s values."""
+    backbone = backbone_cls(arch=arch, init_cfg=dict(type='Pretrained', checkpoint=str(path)))
+    backbone.init_weights()
+    own = backbone.state_dict()
+    for key, value in expected.items():
+        assert torch.equal(own[key], value.to(own[key].dtype)), key

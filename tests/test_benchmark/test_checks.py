@@ -38,6 +38,8 @@ def refusal(**given) -> str:
     (dict(mode=['infer'], onnx=[str(DET_CONFIG)], precision=['bf16']),
      "--precision bf16 runs in OpenVINO only (onnxruntime's CPU kernels are float32): add --runtime openvino"),
     (dict(mode=['infer'], onnx=['missing.onnx']), '--onnx file not found: missing.onnx'),
+    (dict(compile=True, onnx=['rmt-t.onnx'], mode=['infer']), '--compile adds compiled rows of the torch model, whose '
+     'rows time tensor mode beside --onnx files: leave out --compile or --onnx'),
     (dict(upstream_repo='.'), '--upstream-repo compares ResT backbones: give --backbone rest-ARCH (e.g. rest-lite), '
                               'no config, no --onnx.'),
     (dict(backbone='swin'), "--backbone must be TYPE-ARCH with TYPE in ['resmlp', 'rest', 'rmt'], e.g. rmt-t; got "

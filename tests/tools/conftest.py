@@ -2,12 +2,22 @@
 segmentation training whose checkpoints several tests read, and one
 evaluation of each by tools/test.py whose outputs several tests check (the
 demo data comes from tests/conftest.py)."""
+from dataclasses import dataclass
 from pathlib import Path
 from typing import List
 
 import pytest
 
-from tool_process import DET_CONFIG, SEG_CONFIG, Evaluation, check_ok, det_data_options, run_tool, seg_data_options
+from tool_process import DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, run_tool, seg_data_options
+
+
+@dataclass
+class Evaluation:
+    """A finished tools/test.py run: what it printed (the metrics) and the
+    predictions it dumped (``--out``) and painted (``--show-dir``)."""
+    stdout: str
+    out: Path
+    show: Path
 
 
 @pytest.fixture(scope='session')

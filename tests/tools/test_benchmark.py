@@ -87,13 +87,6 @@ def test_whole_model_of_another_backbone_than_rmt_takes_impl_fast():
     assert set(rows(result.stdout)) == {('fast', 'infer')}
 
 
-def test_bad_arguments_are_clear_errors():
-    neither = run_tool([TOOL, '--impl', 'fast'])
-    assert neither.returncode == 1 and 'usage:' not in neither.stderr
-    assert neither.stderr.strip().splitlines()[-1] == ('error: give either a config file or --backbone '
-                                                       'TYPE-ARCH, not both or neither.')
-
-
 #: Put first on a process's path (and its workers', which inherit the environment):
 #: MMDetection cannot be imported, as in a segmentation-only install.
 WITHOUT_MMDET = """import sys

@@ -1,8 +1,8 @@
 """A work dir belongs to one run at a time, through our tools/train.py and
 through mmdet's own: a second training into a work dir in use ends with one
 line naming the running one and writes nothing, the running one finishes
-normally; a killed run's claim blocks nobody; the ranks of a distributed
-run refused a work dir all end (none waits for another)."""
+normally; a killed run's claim blocks nobody (the ranks of a distributed run refused a work dir:
+tests/test_engine/test_work_dir_claim_ranks.py)."""
 import os
 import signal
 import socket
@@ -14,9 +14,8 @@ from typing import List
 
 import pytest
 
-from mmrmt.engine.own_work_dir_runner import LOCK_FILE, work_dir_claim
-from tool_process import (DET_CONFIG, REPO, SEG_CONFIG, check_ok, det_data_options, free_port, library_train_script,
-                          run_script, tool_env)
+from mmrmt.engine.own_work_dir_runner import LOCK_FILE
+from tool_process import DET_CONFIG, REPO, check_ok, det_data_options, library_train_script, run_script, tool_env
 
 TRAIN_SCRIPTS = {'ours': REPO / 'tools' / 'train.py', 'mmdet': library_train_script('mmdet')}
 
@@ -80,39 +79,3 @@ def test_the_claim_of_a_killed_run_blocks_nobody(demo_root, tmp_path):
     result = run_script(script, train_args(work_dir, demo_root, max_iters=2))
     check_ok(result)
     assert (work_dir / 'iter_2.pth').is_file() and not (work_dir / LOCK_FILE).exists()
-
-
-# builds the runner the way mmdet's and mmseg's train.py do, in a gloo process group
-RANK_SCRIPT = '''
-import sys
-import torch.distributed as dist
-from mmengine.config import Config
-from mmengine.registry import RUNNERS
-import mmrmt
-
-dist.init_process_group('gloo')
-cfg = Config.fromfile(sys.argv[1])
-cfg.work_dir, cfg.launcher = sys.argv[2], 'pytorch'
-RUNNERS.build(cfg)
-print('rank', dist.get_rank(), 'passed the lock')
-'''
-
-
-def test_ranks_of_a_refused_distributed_run_all_end(tmp_path):
-    work_dir = tmp_path / 'work_dir'
-    work_dir.mkdir()
-    holder = work_dir_claim(str(work_dir))  # a live run holds the work dir: this test's own process
-    holder.take()
-    script = tmp_path / 'build_runner.py'
-    script.write_text(RANK_SCRIPT)
-    result = subprocess.run(
-        [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node=2',
-         f'--master_port={free_port()}', str(script), str(SEG_CONFIG), str(work_dir)],
-        cwd=REPO, env=tool_env(), capture_output=True, text=True, timeout=300)
-    holder.give_back()
-    output = result.stdout + result.stderr
-    assert result.returncode != 0
-    assert output.count(f'error: work dir {work_dir} is in use by another run (pid '
-                        f'{os.getpid()} ') == 1, output[-3000:]  # printed by rank 0 only
-    assert 'passed the lock' not in output
-    assert timestamp_folders(work_dir) == []

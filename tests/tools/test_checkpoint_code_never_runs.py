@@ -8,12 +8,11 @@ appears. The model converters, which read the saved config for the backbone's
 arch, have their cases in test_model_converters.py and test_upstream_trained.py.
 
 A checkpoint carrying a pickle payload is refused by every path mmengine loads
-through (``load_checkpoint``, ``load_from``, ``init_cfg``, ``--resume``; mmdet's
-and mmseg's own train.py and test.py too) in one line, on upstream mmengine and
-on onedl-mmengine alike (make test-forks), and the payload never runs.
+through (``load_from``, ``init_cfg``, ``--resume``; mmdet's and mmseg's own train.py
+and test.py too; ``load_checkpoint`` in a user's script: tests/test_upstream_fixes.py) in
+one line, on upstream mmengine and on onedl-mmengine alike (make test-forks), and the
+payload never runs.
 """
-import subprocess
-import sys
 from pathlib import Path
 from typing import Tuple
 
@@ -22,10 +21,9 @@ import torch
 
 from mmrmt.checkpoint import REFUSAL_ADVICE
 from helpers.code_in_checkpoint import save_pickle_payload, with_code_in_saved_config
-from helpers.tool_modules import import_tool
 from tool_process import (DET_CONFIG, MMSEG_TOOLS_READ_OUR_CONFIGS, SEG_CONFIG, assert_mmseg_tools_stop, check_ok,
                           det_data_options, exit_message, library_train_script, load_checkpoint, run_script, run_tool,
-                          seg_data_options, tool_env)
+                          seg_data_options)
 
 
 @pytest.fixture
@@ -58,34 +56,22 @@ def test_mmdet_train_script_resumes_without_running_code(trap, demo_root, tmp_pa
     assert 'resumed epoch: 0, iter: 4' in result.stdout + result.stderr and not marker.exists()
 
 
-def test_test_tool(trap, demo_root, tmp_path):
+@pytest.mark.parametrize('tool,args,written', [
+    ('test.py', ['{det}', '{ckpt}', '--work-dir', '{tmp}/work', '--cfg-options', '{data}'], 'work'),
+    ('../demo/image_demo.py', ['{image}', '{det}', '--weights', '{ckpt}', '--out-dir', '{tmp}/out', '--device', 'cpu'],
+     'out/preds/val_0000.json'),
+    ('deployment/pytorch2onnx.py', ['{det}', '--weights', '{ckpt}', '--shape', '64', '64', '--backbone-only', '--out',
+                                    '{tmp}/backbone.onnx'], 'backbone.onnx'),
+    ('analysis_tools/visualize_decay.py', ['{det}', '--image', '{image}', '--weights', '{ckpt}', '--out',
+                                           '{tmp}/decay.png'], 'decay.png'),
+])
+def test_tools_read_the_checkpoint_and_never_run_its_config(tool, args, written, trap, demo_root, tmp_path):
     checkpoint, marker = trap
-    check_ok(run_tool(['test.py', DET_CONFIG, checkpoint, '--work-dir', tmp_path / 'work',
-                       '--cfg-options', *det_data_options(demo_root)]))
-    assert not marker.exists()
-
-
-def test_image_demo(trap, demo_root, tmp_path):
-    checkpoint, marker = trap
-    check_ok(run_tool(['../demo/image_demo.py', demo_root / 'coco' / 'val' / 'val_0000.jpg', DET_CONFIG,
-                       '--weights', checkpoint, '--out-dir', tmp_path / 'out', '--device', 'cpu']))
-    assert (tmp_path / 'out' / 'preds' / 'val_0000.json').is_file() and not marker.exists()
-
-
-def test_pytorch2onnx(trap, tmp_path):
-    checkpoint, marker = trap
-    import_tool('tools/deployment/pytorch2onnx.py').main(
-        [str(DET_CONFIG), '--weights', str(checkpoint), '--shape', '64', '64', '--backbone-only',
-         '--out', str(tmp_path / 'backbone.onnx')])
-    assert (tmp_path / 'backbone.onnx').is_file() and not marker.exists()
-
-
-def test_visualize_decay(trap, demo_root, tmp_path):
-    checkpoint, marker = trap
-    import_tool('tools/analysis_tools/visualize_decay.py').main(
-        [str(DET_CONFIG), '--image', str(demo_root / 'coco' / 'val' / 'val_0000.jpg'), '--weights', str(checkpoint),
-         '--out', str(tmp_path / 'decay.png')])
-    assert (tmp_path / 'decay.png').is_file() and not marker.exists()
+    names = dict(det=DET_CONFIG, ckpt=checkpoint, tmp=tmp_path, image=demo_root / 'coco' / 'val' / 'val_0000.jpg')
+    filled = [option for arg in args for option in (
+        det_data_options(demo_root) if arg == '{data}' else [arg.format(**names)])]
+    check_ok(run_tool([tool, *filled]))
+    assert (tmp_path / written).exists() and not marker.exists()
 
 
 @pytest.fixture
@@ -116,17 +102,6 @@ def assert_library_refused(library: str, result, checkpoint: Path, marker: Path)
         assert_mmseg_tools_stop(result)
     else:
         assert_refused_in_last_line(result, checkpoint, marker)
-
-
-def test_mmengine_load_checkpoint_refuses_a_pickle_payload(pickled_code):
-    """``load_checkpoint`` of a user's script after ``import mmrmt``: never a fallback to
-    ``weights_only=False`` (onedl-mmengine's ``_safe_torch_load`` retries with it)."""
-    checkpoint, marker = pickled_code
-    script = ('import sys, torch, mmrmt\nfrom mmengine.runner import load_checkpoint\n'
-              'load_checkpoint(torch.nn.Linear(1, 1), sys.argv[1])\n')
-    result = subprocess.run([sys.executable, '-c', script, str(checkpoint)], capture_output=True, text=True,
-                            timeout=300, env=tool_env())
-    assert_refused_in_last_line(result, checkpoint, marker)
 
 
 @pytest.mark.parametrize('library,config,data_options', [

@@ -1,6 +1,6 @@
 """tools/analysis_tools/compile_report.py: dynamo's graphs of a backbone, the compile time and eager and
-compiled seconds, as a user runs it; --amp bf16 refused in one line on a CPU without native bf16 (its checks of
---options and --shape: tests/test_benchmark/test_compile_options.py)."""
+compiled seconds, as a user runs it (its checks of --amp, --options and --shape: tests/test_utils/test_amp.py,
+tests/test_utils/test_compile_options.py)."""
 import re
 import runpy
 import sys
@@ -10,7 +10,7 @@ import torch
 
 from mmrmt.benchmark import models
 from mmrmt.cpu_features import CPUFeatures
-from tool_process import REPO, check_ok, exit_message, run_tool
+from tool_process import REPO, check_ok, run_tool
 
 TOOL = 'analysis_tools/compile_report.py'
 AMX = CPUFeatures('Intel(R) Xeon(R) Platinum 8480+', frozenset({'avx512f', 'avx512_bf16', 'amx_bf16'}))
@@ -132,18 +132,3 @@ def test_options_reach_torch_compile(monkeypatch, capsys):
     runpy.run_path(str(REPO / 'tools' / TOOL), run_name='__main__')
     assert calls == [dict(options=dict(freezing=True, **{'cpp.threads': 1}))]
     assert ', options freezing=True cpp.threads=1\n' in capsys.readouterr().out
-
-
-def test_bf16_is_refused_on_a_cpu_without_native_bf16(monkeypatch, capsys):
-    zen3 = CPUFeatures('AMD Ryzen 9 5950X 16-Core Processor', frozenset({'avx2', 'fma'}))
-    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: zen3)
-    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
-    message = exit_message(TOOL, ['--backbone', 'rmt-t', '--amp', 'bf16'], monkeypatch, capsys)
-    assert message.startswith('error: --amp on the CPU: this CPU (AMD Ryzen 9 5950X 16-Core Processor) has no '
-                              'AVX-512 BF16 or AMX')
-
-
-def test_its_own_bounds_are_one_line_before_any_model(monkeypatch, capsys):
-    """The tool's own bounds (the shared checks are tested beside mmrmt.benchmark)."""
-    message = exit_message(TOOL, ['--backbone', 'rmt-t', '--profile', '-1'], monkeypatch, capsys)
-    assert message == 'error: --batch and --repeats must be at least 1, --shape at least 32 32, --profile at least 0'

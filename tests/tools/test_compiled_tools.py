@@ -141,15 +141,11 @@ def test_benchmark_has_compiled_rows_beside_eager_ones(compiled_test_runs, induc
 
 
 @pytest.mark.parametrize('tool, args, message', [
-    ('test.py', ['--compile-options', 'max_autotune=True'],
-     '--compile-options set the options of --compile: add --compile'),
     ('test.py', ['--compile', '--compile-options', 'freezin=True'],
      f"--compile-options freezin=True: torch {torch.__version__} Inductor has no option 'freezin'; "
      'did you mean freezing?'),
     (IMAGE_DEMO, ['--compile', '--compile-options', 'max_autotune=3'],
      '--compile-options max_autotune=3: max_autotune takes a bool, got 3 (int)'),
-    (IMAGE_DEMO, ['--compile', '--compile-options', 'max_autotune'],
-     '--compile-options max_autotune: give KEY=VALUE, e.g. freezing=True'),
 ])
 def test_bad_compile_settings_are_one_line_before_anything_is_written(tool, args, message, tmp_path, monkeypatch,
                                                                       capsys):
@@ -161,36 +157,3 @@ def test_bad_compile_settings_are_one_line_before_anything_is_written(tool, args
         args = [tmp_path / 'images', DET_CONFIG, '--out-dir', out, '--device', 'cpu', *args]
     assert exit_message(tool, args, monkeypatch, capsys) == f'error: {message}'
     assert list(tmp_path.iterdir()) == []
-
-
-def test_no_compiler_for_inductor_is_one_line(tmp_path, monkeypatch, capsys):
-    from torch._inductor import cpp_builder, exc
-
-    def no_compiler():
-        raise exc.InvalidCxxCompiler
-
-    monkeypatch.setattr(cpp_builder, 'get_cpp_compiler', no_compiler)
-    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
-    message = exit_message('test.py', [DET_CONFIG, tmp_path / 'iter_4.pth', '--work-dir', tmp_path / 'w',
-                                       '--compile'], monkeypatch, capsys)
-    assert message == ('error: --compile on the CPU: Inductor builds C++ and finds no compiler (g++ or the CXX of '
-                       'torch._inductor.config.cpp.cxx); install g++, or run without --compile')
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_compile_on_cuda_without_triton_is_one_line(tmp_path, monkeypatch, capsys):
-    from torch.utils import _triton
-    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
-    monkeypatch.setattr(_triton, 'has_triton', lambda: False)
-    message = exit_message('test.py', [DET_CONFIG, tmp_path / 'iter_4.pth', '--work-dir', tmp_path / 'w',
-                                       '--compile'], monkeypatch, capsys)
-    assert message.startswith('error: --compile on CUDA: Inductor generates Triton kernels and Triton is not '
-                              'installed')
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_benchmark_refuses_compile_with_onnx_files(monkeypatch, capsys, tmp_path):
-    message = exit_message(BENCHMARK, ['--backbone', 'rmt-t', '--mode', 'infer', '--compile', '--onnx',
-                                       tmp_path / 'rmt-t.onnx'], monkeypatch, capsys)
-    assert message == ('error: --compile adds compiled rows of the torch model, whose rows time tensor mode beside '
-                       '--onnx files: leave out --compile or --onnx')

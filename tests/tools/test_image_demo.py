@@ -1,8 +1,8 @@
 """demo/image_demo.py on the demo data, as a user runs it: pictures and JSON
 predictions for every readable image, a one-line error for the others.
 
-The runs that build a model are subprocesses, as users run the demo; a refusal before the model runs the
-script in this process (tool_process.exit_message; the others are rows of test_bad_inputs_probe.py)."""
+The runs are subprocesses, as users run the demo (its refusals before the model, an existing output without
+--force among them, are rows of test_bad_inputs_probe.py)."""
 import json
 import shutil
 from pathlib import Path
@@ -13,7 +13,7 @@ import numpy as np
 from pycocotools import mask as mask_utils
 
 from mmrmt.datasets import DEMO_DET_CLASSES, DEMO_SEG_CLASSES
-from tool_process import DET_CONFIG, SEG_CONFIG, exit_message, run_tool
+from tool_process import DET_CONFIG, SEG_CONFIG, run_tool
 
 IMAGE_DEMO = '../demo/image_demo.py'  # run_tool runs scripts relative to tools/
 SIZE = 128  # the demo images' side
@@ -86,25 +86,3 @@ def test_segmentation_demo_on_a_glob_replacing_a_picture_with_force(demo_root, t
         label_map = np.array(record['sem_seg'])
         assert label_map.shape == (SIZE, SIZE)
         assert label_map.min() >= 0 and label_map.max() < len(DEMO_SEG_CLASSES)
-
-
-def test_existing_outputs_need_force(demo_root, tmp_path, monkeypatch, capsys):
-    image, out_dir = demo_root / 'ade' / 'images' / 'validation' / 'validation_0000.jpg', tmp_path / 'out'
-    picture = out_dir / 'vis' / image.name
-    picture.parent.mkdir(parents=True)
-    picture.write_bytes(b'a user file')
-    assert exit_message(IMAGE_DEMO, [image, SEG_CONFIG, '--out-dir', out_dir, '--device', 'cpu'], monkeypatch,
-                        capsys) == (
-        f'error: output file exists: {picture}; pass --force to overwrite or choose another --out-dir')
-    assert picture.read_bytes() == b'a user file'
-
-
-def test_weights_of_another_model_are_refused(det_work_dir, demo_root, tmp_path):
-    image = demo_root / 'ade' / 'images' / 'validation' / 'validation_0000.jpg'
-    result = run_tool([IMAGE_DEMO, image, SEG_CONFIG, '--weights', det_work_dir / 'iter_4.pth',
-                       '--out-dir', tmp_path / 'out', '--device', 'cpu'])
-    assert result.returncode != 0
-    error = result.stderr.strip().splitlines()[-1]
-    assert error.startswith('error: the --weights checkpoint does not fit EncoderDecoder: ')
-    assert 'missing keys (auxiliary_head.' in error and 'unexpected keys (' in error
-    assert not (tmp_path / 'out').exists()

@@ -2,9 +2,8 @@
 configs, demo data): metrics of a graph, an int8 file, a profile; bad inputs are one line, nothing written
 (the rows of test_bad_inputs_probe.py).
 
-The runs that compute something are subprocesses, as users run the tools (one refusal too, for the exit
-status); the graphs
-they read are exported in this process by pytorch2onnx's main (the exports are tested in test_pytorch2onnx)."""
+The runs that compute something are subprocesses, as users run the tools; the graphs they read are exported
+in this process by pytorch2onnx's main (the exports are tested in test_pytorch2onnx)."""
 import pickle
 import re
 from pathlib import Path
@@ -53,16 +52,18 @@ def test_test_onnx_reports_the_test_metrics(graphs, demo_root, tmp_path):
     assert re.match(r'coco/bbox_mAP -?[\d.]+, coco/bbox_mAP_50 .+, coco/segm_mAP -?[\d.]+', metrics), metrics
 
 
-def test_test_onnx_missing_model(tmp_path):
-    result = run_tool([TEST_ONNX, DET_CONFIG, tmp_path / 'none.onnx'])
-    assert result.returncode == 1 and last_line(result) == f'error: ONNX model not found: {tmp_path / "none.onnx"}'
-
-
-def test_quantize_a_backbone_on_a_folder_of_images(graphs, demo_root, tmp_path, monkeypatch, capsys):
-    out = tmp_path / 'int8.onnx'
-    result = run_tool([QUANTIZE, graphs / 'backbone.onnx', '--config', DET_CONFIG,
-                       '--images', demo_root / 'coco' / 'val', '--count', 4, '--out', out], timeout=900)
+def test_quantize_a_backbone_on_a_folder_of_images_skipping_a_corrupt_one(graphs, demo_root, tmp_path, monkeypatch,
+                                                                          capsys):
+    images, out = tmp_path / 'images', tmp_path / 'int8.onnx'
+    images.mkdir()
+    good = sorted((demo_root / 'coco' / 'val').glob('*.jpg'))[:4]
+    for path in good:
+        (images / path.name).write_bytes(path.read_bytes())
+    (images / '0_corrupt.jpg').write_bytes(good[0].read_bytes()[:300])  # cut short: sorted first
+    args = [graphs / 'backbone.onnx', '--config', DET_CONFIG, '--images', images, '--count', 4, '--out', out]
+    result = run_tool([QUANTIZE, *args], timeout=900)
     check_ok(result)
+    assert f'calibration: skipped {images / "0_corrupt.jpg"}, not a readable image (' in result.stdout + result.stderr
     assert re.search(r'^kept in float: \d+ node\(s\), products of two activations \(attention\)$',
                      result.stdout, re.M)
     # the tiny RMT's four blocks rotate q and k with a pair swap each
@@ -71,24 +72,8 @@ def test_quantize_a_backbone_on_a_folder_of_images(graphs, demo_root, tmp_path, 
     graph = onnx.load(str(out)).graph
     assert any(node.op_type == 'QuantizeLinear' for node in graph.node)
     assert [dim.dim_value for dim in graph.input[0].type.tensor_type.shape.dim] == [2, 3, 64, 64]
-    again = exit_message(QUANTIZE, [graphs / 'backbone.onnx', '--config', DET_CONFIG,
-                                    '--images', demo_root / 'coco' / 'val', '--out', out], monkeypatch, capsys)
-    assert again == f'error: --out {out} exists; choose another path, or add --force to replace it'
-
-
-def test_quantize_skips_a_corrupt_image_naming_it(graphs, demo_root, tmp_path):
-    images = tmp_path / 'images'
-    images.mkdir()
-    good = sorted((demo_root / 'coco' / 'val').glob('*.jpg'))[:2]
-    for path in good:
-        (images / path.name).write_bytes(path.read_bytes())
-    (images / '0_corrupt.jpg').write_bytes(good[0].read_bytes()[:300])  # cut short: sorted first
-    out = tmp_path / 'int8.onnx'
-    result = run_tool([QUANTIZE, graphs / 'backbone.onnx', '--config', DET_CONFIG,
-                       '--images', images, '--count', 2, '--out', out], timeout=900)
-    check_ok(result)
-    assert f'calibration: skipped {images / "0_corrupt.jpg"}, not a readable image (' in result.stdout + result.stderr
-    assert out.is_file()
+    assert exit_message(QUANTIZE, args, monkeypatch, capsys) == (
+        f'error: --out {out} exists; choose another path, or add --force to replace it')
 
 
 def test_profile_lists_op_types(graphs):

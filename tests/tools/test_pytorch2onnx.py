@@ -4,8 +4,8 @@ config, missing or unfitting weights, or an output it may not write end it
 with one line, before anything is built or written (most of those are rows of test_bad_inputs_probe.py).
 
 Exports whose exit status is not the point run the tool's ``main()`` in this process (a refused
-setting or a failed --verify raises); the dynamo and Cascade exports, the missing config and
-benchmark.py's refusal run as a user runs them, in a subprocess."""
+setting or a failed --verify raises); the dynamo and Cascade exports and benchmark.py's refusal run as a user
+runs them, in a subprocess."""
 import re
 
 import onnx
@@ -14,7 +14,7 @@ import torch
 
 from mmrmt.models import RMT
 from helpers.openvino_refusal import refused_in_process
-from helpers.tool_modules import exit_line as tool_exit_line, import_tool
+from helpers.tool_modules import import_tool
 from tool_process import DET_CONFIG, REPO, SEG_CONFIG, TEST_CONFIGS, check_ok, run_tool
 
 pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
@@ -75,15 +75,14 @@ def test_tensor_mode_export_agrees_in_onnxruntime(config, inputs, outputs, tmp_p
     assert not {node.op_type for node in graph.node} & {'NonMaxSuppression', 'TopK'}
 
 
-@pytest.mark.parametrize('opset', [11, 13])
 @pytest.mark.parametrize('config,options', [
     (ZOO_CONFIGS / 'retinanet_rmt-t_fpn_1x_coco.py', ONE_BLOCK_RMT_T), (DET_CONFIG, []), (SEG_CONFIG, [])],
     ids=['retinanet-rmt-t', 'mask-rcnn', 'upernet'])
-def test_whole_models_export_at_mmdeploys_opsets(config, options, opset, tmp_path, capsys):
-    """mmdeploy's default opset 11, and 13: graphs of that opset, verified in onnxruntime (fixed 64x96).
-    Below opset 16 Mask R-CNN's RoI pooling is exact for RoIs of sides >= 4 px, which the tool says
-    and verifies."""
-    out = tmp_path / 'model.onnx'
+def test_whole_models_export_at_mmdeploys_opset(config, options, tmp_path, capsys):
+    """mmdeploy's default opset 11 (every opset below 16 takes the same export forms): graphs of that opset,
+    verified in onnxruntime (fixed 64x96). Below opset 16 Mask R-CNN's RoI pooling is exact for RoIs of sides
+    >= 4 px, which the tool says and verifies."""
+    out, opset = tmp_path / 'model.onnx', 11
     printed = export([config, '--shape', 64, 96, '--opset', opset, '--out', out, '--verify', *options], capsys)
     assert f'torchscript exporter, opset {opset}, fixed' in printed
     differences = [float(value) for value, _ in DIFFERENCE.findall(printed)]
@@ -91,38 +90,6 @@ def test_whole_models_export_at_mmdeploys_opsets(config, options, opset, tmp_pat
     assert ('pools as torch RoIs of sides >= 4 px' in printed) == (config == DET_CONFIG)
     model = onnx.load(str(out), load_external_data=False)
     assert [entry.version for entry in model.opset_import if entry.domain in ('', 'ai.onnx')] == [opset]
-
-
-def exit_line(args, capsys) -> str:
-    """Run the tool's main() in this process; return the one line it exits with."""
-    line = tool_exit_line(pytorch2onnx.main, args)
-    captured = capsys.readouterr()
-    assert captured.out == '' and captured.err == '', 'the tool printed more than its error'
-    return line
-
-
-def test_missing_config_in_a_subprocess(tmp_path):
-    out = tmp_path / 'model.onnx'
-    result = run_tool([TOOL, 'configs/rmt/no_such_config.py', '--shape', 64, 64,
-                       '--out', out], fresh=True)
-    assert result.returncode != 0
-    lines = [line for line in result.stderr.splitlines() if line.strip() and 'pkg_resources' not in line
-             and not line.startswith(' ')]
-    assert lines == ['error: config file not found: configs/rmt/no_such_config.py'], result.stderr
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize('args,expected', [
-    (['--exporter', 'dynamo', '--opset', '11'],
-     'error: the dynamo exporter writes opsets 18 to 20, got --opset 11; --exporter torchscript writes it'),
-    (['--opset', '10'], 'error: the torchscript exporter writes opsets 11 to 20, got --opset 10'),
-    (['--dynamic', '--shape', 16, 64], 'error: --shape must be at least 64 (H W) with --dynamic, got 16 64'),
-])
-def test_bad_export_settings(args, expected, tmp_path, capsys):
-    shape = [] if '--shape' in args else ['--shape', 64, 64]
-    message = exit_line([DET_CONFIG, *shape, *args, '--out', tmp_path / 'model.onnx'], capsys)
-    assert message == expected
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_backbone_only_export_with_weights_and_force(tmp_path, capsys):
@@ -140,21 +107,6 @@ def test_backbone_only_export_with_weights_and_force(tmp_path, capsys):
     assert 'random 64x64' in printed and 'demo picture 64x64' in printed
     assert out.read_bytes()[:3] != b'old'
     assert sorted(path.name for path in tmp_path.iterdir()) == ['backbone.onnx', 'weights.pth']
-
-
-def test_initialised_weights_are_the_same_in_every_export_of_a_config(tmp_path):
-    """Without --weights the weights come from one seed (so two exports' outputs compare), whatever the
-    caller's random state, which the tool leaves as it was."""
-    cfg = pytorch2onnx.preflight(pytorch2onnx.parse_args([str(DET_CONFIG), '--shape', '64', '64', '--out',
-                                                          str(tmp_path / 'unused.onnx')]))
-    torch.manual_seed(1)
-    state = torch.get_rng_state()
-    first = pytorch2onnx.build_model(cfg.copy(), None).state_dict()
-    assert torch.equal(torch.get_rng_state(), state)
-    torch.manual_seed(2)
-    second = pytorch2onnx.build_model(cfg.copy(), None).state_dict()
-    assert first.keys() == second.keys()
-    assert all(torch.equal(first[name], second[name]) for name in first)
 
 
 def test_benchmark_times_the_exported_file_beside_torch(tmp_path, capsys):

@@ -1,8 +1,7 @@
 """The parts of tools/misc/setup_env.sh that can be checked without building
 an environment: finding the mmcv wheel (another torch's under its own
-subfolder), the Makefile handing over VENV (and FAMILY=onedl for the forks'
-environment, TORCH and TORCHVISION for the floor's), an unknown FAMILY, a
-torch without its torchvision."""
+subfolder), an unknown FAMILY, a torch without its torchvision (what the
+Makefile hands it: tests/test_makefile.py)."""
 import subprocess
 import zipfile
 from pathlib import Path
@@ -66,60 +65,6 @@ def test_each_torch_finds_its_own_wheel_only(tmp_path):
     assert find_wheel(tmp_path / 'house', tmp_path / 'cache', under='torch-2.7.1').stdout.strip() == str(floor)
     assert find_wheel(tmp_path / 'cache').returncode == 1  # the floor's wheel only: no default one
     assert find_wheel(tmp_path / 'house', under='torch-2.7.1').returncode == 1  # the default's only
-
-
-def makefile_variable(name: str) -> str:
-    """The value the Makefile gives ``name`` (``make -pn``: its database, nothing run)."""
-    database = subprocess.run(['make', '--no-print-directory', '-pn', 'lint'], cwd=REPO, capture_output=True,
-                              text=True, timeout=60).stdout
-    (value, ) = [line.split(' := ', 1)[1] for line in database.splitlines() if line.startswith(f'{name} := ')]
-    return value
-
-
-def test_makefile_builds_the_floor_environment_with_the_floor_torch():
-    result = subprocess.run(['make', '--no-print-directory', '-n', 'setup-floor', 'VENV_FLOOR=/tmp/floor venv'],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
-    torch, torchvision = makefile_variable('TORCH_FLOOR'), makefile_variable('TORCHVISION_FLOOR')
-    assert result.stdout.strip() == (f"TORCH={torch} TORCHVISION={torchvision} VENV='/tmp/floor venv' "
-                                     'bash tools/misc/setup_env.sh')
-
-
-def test_test_floor_runs_the_named_tests_in_the_floor_environment():
-    result = subprocess.run(['make', '--no-print-directory', '-n', 'test-floor', 'VENV_FLOOR=/tmp/floor'],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
-    command = result.stdout.strip().splitlines()[-1]
-    assert command.startswith(f'/tmp/floor/bin/python -m pytest {makefile_variable("FLOOR_TESTS")} ')
-    assert all((REPO / path).exists() for path in makefile_variable('FLOOR_TESTS').split())
-
-
-def test_the_declared_torch_floor_is_the_one_make_test_floor_checks():
-    """requirements/runtime.txt (which setup.py declares) names the torch and torchvision of make setup-floor."""
-    runtime = (REPO / 'requirements' / 'runtime.txt').read_text().splitlines()
-    assert f'torch>={makefile_variable("TORCH_FLOOR")}' in runtime
-    assert f'torchvision>={makefile_variable("TORCHVISION_FLOOR")}' in runtime
-
-
-def test_makefile_passes_its_venv():
-    # --no-print-directory: under `make test` this make is a sub-make, which
-    # would otherwise announce the directory it enters.
-    result = subprocess.run(['make', '--no-print-directory', '-n', 'setup', 'VENV=/tmp/my venv'],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert result.stdout.strip() == "VENV='/tmp/my venv' bash tools/misc/setup_env.sh"
-
-
-def test_makefile_builds_the_forks_environment_with_family_onedl():
-    result = subprocess.run(['make', '--no-print-directory', '-n', 'setup-forks', 'VENV_FORKS=/tmp/forks venv'],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert result.stdout.strip() == "FAMILY=onedl VENV='/tmp/forks venv' bash tools/misc/setup_env.sh"
-
-
-def test_test_forks_runs_the_suite_in_the_forks_environment_but_for_mmdeploy():
-    result = subprocess.run(['make', '--no-print-directory', '-n', 'test-forks', 'VENV_FORKS=/tmp/forks'],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
-    command = result.stdout.strip().splitlines()[-1]
-    assert command.startswith('/tmp/forks/bin/python -m pytest tests ')
-    assert command.endswith(' --ignore=tests/test_deployment/test_mmdeploy')
-    assert (REPO / 'tests' / 'test_deployment' / 'test_mmdeploy' / 'test_mmdeploy.py').is_file()
 
 
 @pytest.mark.parametrize('setting,error', [

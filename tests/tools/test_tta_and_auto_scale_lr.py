@@ -1,8 +1,9 @@
 """tools/test.py --tta (flip and multi-scale views merged by the config's TTA
 model) and tools/train.py --auto-scale-lr (learning rate x batch / base batch). (How a TTA model merges
-the views is tests/test_models/test_test_time_augs.py's.)"""
-from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, exit_message, load_checkpoint, metric,
-                          run_tool, seg_data_options)
+the views is tests/test_models/test_test_time_augs.py's; --tta without a TTA model and --auto-scale-lr without a
+base batch size are tests/test_utils/test_run_config_refusals.py's.)"""
+from tool_process import (DET_CONFIG, SEG_CONFIG, check_ok, det_data_options, load_checkpoint, metric, run_tool,
+                          seg_data_options)
 
 
 def test_tta_evaluates_detection(det_work_dir, demo_root, tmp_path):
@@ -23,14 +24,6 @@ def test_tta_evaluates_segmentation(seg_work_dir, seg_test_run, demo_root, tmp_p
     # twelve views (six scales, flipped and not) give other label maps than one view (seg_test_run)
     assert 0.0 <= metric(augmented.stdout, 'mIoU') <= 100.0
     assert metric(augmented.stdout, 'aAcc') != metric(seg_test_run.stdout, 'aAcc')
-
-
-def test_tta_without_tta_model_is_a_one_line_error(seg_work_dir, tmp_path, monkeypatch, capsys):
-    message = exit_message('test.py', [SEG_CONFIG, seg_work_dir / 'iter_4.pth', '--tta', '--work-dir',
-                                       tmp_path / 'work', '--cfg-options', 'tta_model=None'], monkeypatch, capsys)
-    assert message == ("error: --tta needs tta_model in the config (as in configs/_base_/datasets/coco_tta.py or "
-                       "mmseg's ade20k.py)")
-    assert not (tmp_path / 'work').exists()
 
 
 def test_auto_scale_lr_scales_by_the_batch_ratio(det_work_dir, demo_root, tmp_path):

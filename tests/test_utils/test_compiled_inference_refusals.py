@@ -1,0 +1,35 @@
+"""--compile where Inductor cannot build its code (moved from tests/tools/test_compiled_tools.py): one line naming
+what is missing, on the CPU (a C++ compiler) and on CUDA (Triton); --compile-options without --compile."""
+import pytest
+
+from mmrmt.utils import PreflightError
+from mmrmt.utils.compiled_inference import check_compile
+
+
+def test_options_without_compile():
+    with pytest.raises(PreflightError) as refused:
+        check_compile(False, ['max_autotune=True'], 'cpu')
+    assert str(refused.value) == '--compile-options set the options of --compile: add --compile'
+    assert check_compile(False, [], 'cpu') is None
+
+
+def test_no_cpp_compiler_for_the_cpu(monkeypatch):
+    from torch._inductor import cpp_builder, exc
+
+    def no_compiler():
+        raise exc.InvalidCxxCompiler
+
+    monkeypatch.setattr(cpp_builder, 'get_cpp_compiler', no_compiler)
+    with pytest.raises(PreflightError) as refused:
+        check_compile(True, [], 'cpu')
+    assert str(refused.value) == ('--compile on the CPU: Inductor builds C++ and finds no compiler (g++ or the CXX of '
+                                  'torch._inductor.config.cpp.cxx); install g++, or run without --compile')
+
+
+def test_no_triton_for_cuda(monkeypatch):
+    from torch.utils import _triton
+    monkeypatch.setattr(_triton, 'has_triton', lambda: False)
+    with pytest.raises(PreflightError) as refused:
+        check_compile(True, ['freezing=True'], 'cuda')
+    assert str(refused.value) == ('--compile on CUDA: Inductor generates Triton kernels and Triton is not installed '
+                                  '(pip install triton), or run without --compile')
