@@ -5,10 +5,13 @@ import pytest
 import torch
 
 from mmrmt.checkpoint import TensorSpec
-from mmrmt.checkpoint.converters import check_class_names, convert_upstream_trained
 from mmrmt.models.backbones import RMT
+from helpers.tool_modules import import_tool
 from helpers.upstream_layouts import upstream_layouts
 from helpers.upstream_trained_layouts import convfc_bbox_head, rmt_backbone, under
+
+converter = import_tool('tools/model_converters/rmt_upstream_trained_to_mmrmt.py')
+convert_upstream_trained, check_class_names = converter.convert_upstream_trained, converter.check_class_names
 
 
 @pytest.mark.parametrize('variant', ['t', 's', 'b', 'l'])

@@ -7,12 +7,13 @@ import torch
 from mmengine.config import Config
 
 from mmrmt.checkpoint import specs
-from mmrmt.checkpoint.converters import check_class_names, convert_upstream_trained
 from helpers.tool_modules import REPO, import_tool
 from helpers.upstream_trained_models import (MMDET2, MMSEG0, build_model, dataset_classes, trained_like_model,
                                              write_upstream_file)
 
 get_flops = import_tool('tools/analysis_tools/get_flops.py')
+converter = import_tool('tools/model_converters/rmt_upstream_trained_to_mmrmt.py')
+convert_upstream_trained, check_class_names = converter.convert_upstream_trained, converter.check_class_names
 pytestmark = pytest.mark.slow  # five zoo models built, twice each
 
 UNUSED_STAGE_1_NORM = {'backbone.extra_norms.0.weight', 'backbone.extra_norms.0.bias'}
