@@ -1,37 +1,26 @@
-"""tools/deployment/pytorch2onnx.py: whole models of the RMT-T zoo configs export in tensor mode
-(no decoding, no NMS) and run in onnxruntime with torch's outputs; a wrong
-config, missing or unfitting weights, or an output it may not write end it
-with one line, before anything is built or written (most of those are rows of test_bad_inputs_probe.py).
+"""tools/deployment/pytorch2onnx.py end to end: a backbone export with --weights and --force, a two-stage
+detector's note on its exact RoIs, --verify in OpenVINO, and benchmark.py timing or refusing the file; a
+wrong config, missing or unfitting weights, or an output it may not write end it with one line, before
+anything is built or written (rows of test_bad_inputs_probe.py). The whole-model export matrix (both
+exporters, mmdeploy's opset, Cascade R-CNN) is the library's: test_deployment/test_export/test_whole_model_export.py.
 
-Exports whose exit status is not the point run the tool's ``main()`` in this process (a refused
-setting or a failed --verify raises); the dynamo and Cascade exports and benchmark.py's refusal run as a user
-runs them, in a subprocess."""
+The exports run the tool's ``main()`` in this process (a refused setting or a failed --verify raises);
+benchmark.py runs as a user runs it, in a subprocess."""
 import re
 
 import onnx
-import pytest
 import torch
 
-from mmrmt.models import RMT
 from helpers.openvino_refusal import refused_in_process
 from helpers.tool_modules import import_tool
-from tool_process import DET_CONFIG, REPO, SEG_CONFIG, TEST_CONFIGS, check_ok, run_tool
+from tool_process import DET_CONFIG, check_ok, run_tool
 
 pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
 
-TOOL = 'deployment/pytorch2onnx.py'
 #: --verify's own threshold, which its exit status says held (the tool's --help says why it is 1e-4; the
 #: graphs' bounds derived from float64 are tests/test_deployment's, helpers/runtime_bounds.py)
 VERIFY_TOLERANCE = pytorch2onnx.DEFAULT_TOLERANCE['f32']
 DIFFERENCE = re.compile(r'^onnxruntime vs torch, max \|difference\| / max \|value\|: (\S+) \((.+)\)$', re.M)
-ZOO_CONFIGS = REPO / 'configs' / 'rmt'
-#: --cfg-options giving a zoo config's RMT-T (arch='t', 2, 2, 8, 2 blocks) one block a stage: RMT-T's
-#: widths, heads and stage kinds (decomposed MaSA in stages 1-2, full in 3-4), so the zoo model's neck,
-#: heads and graph interface around every kind of RMT-T stage, exported and verified in about a third
-#: of the time.
-ONE_BLOCK_RMT_T = ['--cfg-options', 'model.backbone.arch._delete_=True', *(
-    f'model.backbone.arch.{key}={list(value)}'.replace(' ', '')
-    for key, value in dict(RMT.arch_zoo['t'], depths=[1, 1, 1, 1]).items())]
 
 
 def export(args, capsys) -> str:
@@ -40,54 +29,15 @@ def export(args, capsys) -> str:
     return capsys.readouterr().out
 
 
-def assert_verified(stdout: str) -> None:
-    """The tool printed onnxruntime's agreement at the three sizes, within --verify's threshold."""
-    differences = {description: float(value) for value, description in DIFFERENCE.findall(stdout)}
-    # random and demo images at the traced size, a larger one and an odd one
-    assert set(differences) == {f'{kind} {size}' for kind in ('random', 'demo picture')
-                                for size in ('64x96', '128x128', '77x123')}
-    assert max(differences.values()) <= VERIFY_TOLERANCE, differences
-
-
-@pytest.mark.parametrize('config', [DET_CONFIG, SEG_CONFIG], ids=['mask-rcnn', 'upernet'])
-def test_dynamo_exporter_exports_whole_models(config, tmp_path):
-    """Two-stage detectors and segmentors also export with the dynamo exporter (tiny RMTs)."""
-    result = run_tool([TOOL, config, '--shape', 64, 96, '--dynamic', '--exporter', 'dynamo',
-                       '--out', tmp_path / 'model.onnx', '--verify'], timeout=900)
-    check_ok(result)
-    assert_verified(result.stdout)
-
-
-@pytest.mark.parametrize('config,inputs,outputs', [
-    ('retinanet_rmt-t_fpn_1x_coco.py', ['image'],
-     [f'head_{i}_{level}' for i in (0, 1) for level in range(5)]),
-    ('mask-rcnn_rmt-t_fpn_1x_coco.py', ['image', 'proposals'],
-     [f'rpn_{i}_{level}' for i in (0, 1) for level in range(5)] + ['roi_0', 'roi_1', 'roi_2']),
-    ('upernet_rmt-t_8xb2-160k_ade20k-512x512.py', ['image'], ['seg_logits']),
-])
-def test_tensor_mode_export_agrees_in_onnxruntime(config, inputs, outputs, tmp_path, capsys):
-    out = tmp_path / 'model.onnx'
-    assert_verified(export([ZOO_CONFIGS / config, '--shape', 64, 96, '--dynamic', '--out', out, '--verify',
-                            *ONE_BLOCK_RMT_T], capsys))
-    graph = onnx.load(str(out), load_external_data=False).graph
-    assert [value.name for value in graph.input] == inputs
-    assert [value.name for value in graph.output] == outputs
-    assert not {node.op_type for node in graph.node} & {'NonMaxSuppression', 'TopK'}
-
-
-@pytest.mark.parametrize('config,options', [
-    (ZOO_CONFIGS / 'retinanet_rmt-t_fpn_1x_coco.py', ONE_BLOCK_RMT_T), (DET_CONFIG, []), (SEG_CONFIG, [])],
-    ids=['retinanet-rmt-t', 'mask-rcnn', 'upernet'])
-def test_whole_models_export_at_mmdeploys_opset(config, options, tmp_path, capsys):
-    """mmdeploy's default opset 11 (every opset below 16 takes the same export forms): graphs of that opset,
-    verified in onnxruntime (fixed 64x96). Below opset 16 Mask R-CNN's RoI pooling is exact for RoIs of sides
-    >= 4 px, which the tool says and verifies."""
+def test_two_stage_export_at_mmdeploys_opset_says_its_exact_roi_side(tmp_path, capsys):
+    """mmdeploy's default opset 11: below opset 16 Mask R-CNN's RoI pooling is exact for RoIs of sides >= 4 px,
+    which the tool says and verifies (fixed 64x96; the other whole models: test_whole_model_export.py)."""
     out, opset = tmp_path / 'model.onnx', 11
-    printed = export([config, '--shape', 64, 96, '--opset', opset, '--out', out, '--verify', *options], capsys)
-    assert f'torchscript exporter, opset {opset}, fixed' in printed
+    printed = export([DET_CONFIG, '--shape', 64, 96, '--opset', opset, '--out', out, '--verify'], capsys)
+    assert f'torchscript exporter, opset {opset}, fixed two_stage graph' in printed
+    assert 'pools as torch RoIs of sides >= 4 px' in printed
     differences = [float(value) for value, _ in DIFFERENCE.findall(printed)]
     assert len(differences) == 2 and max(differences) <= VERIFY_TOLERANCE, printed
-    assert ('pools as torch RoIs of sides >= 4 px' in printed) == (config == DET_CONFIG)
     model = onnx.load(str(out), load_external_data=False)
     assert [entry.version for entry in model.opset_import if entry.domain in ('', 'ai.onnx')] == [opset]
 
@@ -135,16 +85,6 @@ def test_fixed_size_export_takes_a_batch_and_benchmark_checks_it(tmp_path, capsy
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: --onnx {out} does not take --batch 2 --shape 64 64: input 'image' is 3x3x64x64, got "
         '2x3x64x64; export it at this batch and shape (pytorch2onnx.py --batch N --shape H W) or with --dynamic')
-
-
-def test_cascade_exports_at_a_fixed_size(tmp_path):
-    """(At a fixed size only: --dynamic is one line, test_bad_inputs_probe.py.)"""
-    config = TEST_CONFIGS / 'cascade-mask-rcnn_rmt-tiny_fpn_test.py'
-    result = run_tool([TOOL, config, '--shape', 64, 96, '--out', tmp_path / 'cascade.onnx', '--verify'],
-                      timeout=900)
-    check_ok(result)
-    differences = [float(value) for value, _ in DIFFERENCE.findall(result.stdout)]
-    assert len(differences) == 2 and max(differences) <= VERIFY_TOLERANCE
 
 
 def test_verify_in_openvino_compares_with_torch(tmp_path, capsys):
