@@ -1,6 +1,6 @@
 """Checkpoint files (``.pth`` or ``.safetensors``): read safely (weights only), write, check that they fit a
-model, load strictly, and convert the upstream layouts (:mod:`.converters`). Nothing here imports
-:mod:`mmrmt.models`: a backbone passes what it knows (its classifier prefixes, its converter)."""
+model, load strictly. Nothing here imports :mod:`mmrmt.models`: a backbone passes what it knows (its classifier
+prefixes, its converter of the upstream layouts, which it keeps)."""
 from .fit import (TensorSpec, cast_note, check_fit, fit_problems, kind_problem, load_model_weights, load_pretrained,
                   specs, starts_with_any)
 from .reading import (StateDict, checkpoint_file_problem, copy_dropped_if_refused, extract_state_dict, is_remote,

@@ -3,37 +3,17 @@ an input is never one), read, convert, write to a temporary file, prove it by a 
 place, so a failure leaves every file as it was."""
 import argparse
 import inspect
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple, Type, Union
 
 from mmrmt.checkpoint import (StateDict, extract_state_dict, is_safetensors_name, load_pretrained, read_checkpoint,
                               read_saved_config, save_checkpoint, sha256_of, written_by_mmengine)
-from mmrmt.checkpoint.converters import (match_arch, rest_detectron2_to_mmrmt, rest_widths_depths,
-                                         rmt_upstream_to_mmrmt, rmt_widths_depths)
-from mmrmt.models.backbones import RMT, ResT
 from mmrmt.models.backbones.base_backbone import PyramidBackbone
 from ..atomic_file import replaced_atomically
 from .output_guard import check_new_file
 from .preflight import PreflightError, file_errors_as_tool_errors
 
 Arch = Union[str, dict]
-#: Channels and blocks per stage of a converted state dict.
-WidthsDepths = Callable[[StateDict], Tuple[List[int], List[int]]]
-
-
-@dataclass(frozen=True)
-class BackboneConversion:
-    """How upstream files become files a backbone loads: their keys' converter, and what names the variant."""
-    backbone_cls: Type[PyramidBackbone]
-    convert: Callable[[StateDict], StateDict]
-    widths_depths: WidthsDepths
-
-
-#: What each ``tools/model_converters`` backbone script converts.
-BACKBONE_CONVERSIONS = dict(
-    rmt=BackboneConversion(RMT, rmt_upstream_to_mmrmt, rmt_widths_depths),
-    rest=BackboneConversion(ResT, rest_detectron2_to_mmrmt, rest_widths_depths))
 
 
 def converter_arguments(description: str) -> argparse.ArgumentParser:
@@ -74,22 +54,22 @@ def trained_arch(checkpoint: dict, backbone_cls: Type[PyramidBackbone], src: str
     return backbone.get('arch', inspect.signature(backbone_cls).parameters['arch'].default)
 
 
-def backbone_weights(src: str, conversion: BackboneConversion) -> Tuple[StateDict, Arch]:
+def backbone_weights(src: str, backbone_cls: Type[PyramidBackbone]) -> Tuple[StateDict, Arch]:
     """The backbone's weights under mmrmt's keys, and its ``arch``: those of a checkpoint an mmengine runner wrote;
-    else converted, the classifier dropped, the arch recognised from the shapes."""
-    backbone_cls = conversion.backbone_cls
+    else converted by the backbone's ``upstream_files``, the classifier dropped, the arch recognised from the
+    shapes."""
     checkpoint = read_checkpoint(src)
     if written_by_mmengine(checkpoint):
         return (extract_state_dict(checkpoint, src, prefix='backbone.'),
                 trained_arch(checkpoint, backbone_cls, src))
-    converted = conversion.convert(extract_state_dict(checkpoint, src))
+    upstream = backbone_cls.upstream_files
+    converted = upstream.convert(extract_state_dict(checkpoint, src))
     state_dict = {key: value for key, value in converted.items()
                   if not key.startswith(backbone_cls.dropped_checkpoint_prefixes)}
-    arch = match_arch(backbone_cls.arch_zoo, *conversion.widths_depths(state_dict), backbone_cls.__name__)
-    return state_dict, arch
+    return state_dict, upstream.variant(state_dict, backbone_cls.arch_zoo, backbone_cls.__name__)
 
 
-def convert_backbone_file(src: str, dst: str, conversion: BackboneConversion, force: bool = False) -> Arch:
+def convert_backbone_file(src: str, dst: str, backbone_cls: Type[PyramidBackbone], force: bool = False) -> Arch:
     """Convert ``src`` to ``dst`` (``{'state_dict', 'meta': {'arch', 'source'}}``), proved by loading it as
     ``init_cfg`` does into the backbone of the detected variant, which is returned.
 
@@ -99,8 +79,7 @@ def convert_backbone_file(src: str, dst: str, conversion: BackboneConversion, fo
     """
     check_new_file(dst, 'destination', force, inputs=[('the source', src)])
     with file_errors_as_tool_errors():
-        state_dict, arch = backbone_weights(src, conversion)
-    backbone_cls = conversion.backbone_cls
+        state_dict, arch = backbone_weights(src, backbone_cls)
     backbone = backbone_cls(arch=arch)
 
     def load_strictly(written: str) -> None:
@@ -116,12 +95,12 @@ def convert_backbone_file(src: str, dst: str, conversion: BackboneConversion, fo
     return arch
 
 
-def backbone_converter_main(family: str, doc: str) -> Callable[[Optional[List[str]]], Arch]:
-    """The ``main`` of ``family``'s converter script: ``src dst [--force]`` (``doc``'s first line as its help)."""
-    conversion = BACKBONE_CONVERSIONS[family]
+def backbone_converter_main(backbone_cls: Type[PyramidBackbone], doc: str) -> Callable[[Optional[List[str]]], Arch]:
+    """The ``main`` of the converter script of ``backbone_cls`` (a backbone with ``upstream_files``): ``src dst
+    [--force]`` (``doc``'s first line as its help)."""
 
     def main(argv: Optional[List[str]] = None) -> Arch:
         args = converter_arguments(doc.split('\n')[0]).parse_args(argv)
-        return convert_backbone_file(args.src, args.dst, conversion, args.force)
+        return convert_backbone_file(args.src, args.dst, backbone_cls, args.force)
 
     return main

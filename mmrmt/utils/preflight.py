@@ -45,21 +45,20 @@ def file_errors_as_tool_errors() -> Iterator[None]:
 
 def check_writable(path: str, what: str, is_dir: bool) -> None:
     """Fail unless folder (``is_dir``) or file ``path``, ``what`` in the message (e.g. ``'--work-dir'``), can be
-    created or written; creates nothing."""
-    existing = osp.abspath(path)
-    while not osp.exists(existing):
-        existing = osp.dirname(existing)
-    if existing != osp.abspath(path):
-        if not osp.isdir(existing):
-            raise PreflightError(f'{what} {path} cannot be created: {existing} is a file, not a folder')
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise PreflightError(f'{what} {path} cannot be created: {existing} is not writable')
-    elif is_dir and not osp.isdir(existing):
-        raise PreflightError(f'{what} {path} exists and is not a folder')
-    elif not is_dir and osp.isdir(existing):
-        raise PreflightError(f'{what} {path} is a folder; name a file')
-    elif not os.access(existing, os.W_OK):
-        raise PreflightError(f'{what} {path} is not writable')
+    created or written; creates nothing. The tools write a file atomically (a temporary file beside it, then moved
+    onto it: :mod:`mmrmt.atomic_file`), so its folder must take a new file even where the file exists."""
+    target = osp.abspath(path)
+    if osp.exists(target) and osp.isdir(target) != is_dir:
+        raise PreflightError(f'{what} {path} exists and is not a folder' if is_dir else
+                             f'{what} {path} is a folder; name a file')
+    folder = target if is_dir else osp.dirname(target)
+    while not osp.exists(folder):
+        folder = osp.dirname(folder)
+    if not osp.isdir(folder):
+        raise PreflightError(f'{what} {path} cannot be created: {folder} is a file, not a folder')
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PreflightError(f'{what} {path} cannot be written: no new file can be made in {folder}; make it '
+                             f'writable or choose another {what}')
 
 
 def check_device(device: Optional[str]) -> None:

@@ -13,9 +13,10 @@ Example::
     python tools/model_converters/rest_detectron2_to_mmrmt.py mask_rcnn_rest_small.pth \\
         checkpoints/rest-small_coco-mask-rcnn-1x.pth
 """
+from mmrmt.models.backbones import ResT
 from mmrmt.utils import backbone_converter_main, run_main
 
-main = backbone_converter_main('rest', __doc__)
+main = backbone_converter_main(ResT, __doc__)
 
 if __name__ == '__main__':
     run_main(main)

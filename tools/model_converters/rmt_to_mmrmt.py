@@ -13,9 +13,10 @@ Examples (the backbone of a Mask R-CNN, then of an UperNet)::
         checkpoints/rmt-s_coco-mask-rcnn-3x.pth
     python tools/model_converters/rmt_to_mmrmt.py upernet_rmt_s_160k.pth checkpoints/rmt-s_ade20k-upernet.pth
 """
+from mmrmt.models.backbones import RMT
 from mmrmt.utils import backbone_converter_main, run_main
 
-main = backbone_converter_main('rmt', __doc__)
+main = backbone_converter_main(RMT, __doc__)
 
 if __name__ == '__main__':
     run_main(main)

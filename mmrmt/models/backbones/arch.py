@@ -1,9 +1,13 @@
 """A backbone's variant: its settings from the ``arch`` argument (a name or a
-dict); and the checks of constructor arguments against the values they accept."""
+dict), or read from the shapes of an upstream file; and the checks of
+constructor arguments against the values they accept."""
 import difflib
 import math
 import numbers
+import re
 from typing import Any, Callable, Dict, Iterable, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+from mmrmt.checkpoint import StateDict
 
 
 class ArgKind(NamedTuple):
@@ -118,3 +122,35 @@ def nearest_name(name: str, names: Iterable[str], cutoff: float = 0.6) -> Option
     the hint of every unknown-name error (backbone arguments, ``--cfg-options`` keys, Inductor options)."""
     matches = difflib.get_close_matches(name, list(names), n=1, cutoff=cutoff)
     return matches[0] if matches else None
+
+
+class UpstreamFiles(NamedTuple):
+    """How the authors' files of a backbone become files it loads (``tools/model_converters``), as timm keeps a
+    ``checkpoint_filter_fn`` beside each model.
+
+    Args:
+        convert (Callable[[StateDict], StateDict]): Their keys to the backbone's; a ``ValueError`` for a file that
+            holds no such backbone.
+        block_key (str): A regex matching the keys of every block, grouping its stage and its index.
+        width_key (str): The tensor whose length is a stage's width, ``{}`` standing for the stage (numbered as
+            ``block_key`` groups it).
+    """
+    convert: Callable[[StateDict], StateDict]
+    block_key: str
+    width_key: str
+
+    def variant(self, state_dict: StateDict, arch_zoo: Mapping[str, Mapping[str, Any]], backbone: str) -> str:
+        """The first name in ``arch_zoo`` whose ``embed_dims`` and ``depths`` are those of the converted
+        ``state_dict`` (a ``ValueError`` naming them when none is)."""
+        blocks: Dict[int, int] = {}
+        for key in state_dict:
+            match = re.match(self.block_key, key)
+            if match:
+                stage, block = int(match.group(1)), int(match.group(2))
+                blocks[stage] = max(blocks.get(stage, 0), block + 1)
+        depths = [blocks[stage] for stage in sorted(blocks)]
+        embed_dims = [state_dict[self.width_key.format(stage)].shape[0] for stage in sorted(blocks)]
+        for arch, settings in arch_zoo.items():
+            if list(settings['embed_dims']) == embed_dims and list(settings['depths']) == depths:
+                return arch
+        raise ValueError(f'{backbone}: no variant has embed_dims={embed_dims} and depths={depths}')

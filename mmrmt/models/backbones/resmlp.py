@@ -17,13 +17,16 @@ import torch.nn.functional as F
 from timm.layers import DropPath, Mlp, lecun_normal_
 from torch import nn
 
-from mmrmt.checkpoint.converters import resmlp_deit_to_timm
+from mmrmt.checkpoint import StateDict
 from ..layers import build_norm_layer, run_mode
 from .arch import BOOL, POSITIVE_INT, POSITIVE_REAL, POWER_OF_TWO, check_arg, resolve_arch
 from .base_backbone import PyramidBackbone, call_block, init_linears_and_layer_norms, takes_backbone_options
 
 #: Strides of the four pyramid levels.
 LEVEL_STRIDES = (4, 8, 16, 32)
+#: The ResMLP authors' names (their deit repository) -> timm's, replaced in every key.
+DEIT_TO_TIMM_RENAMES = (('patch_embed.', 'stem.'), ('.attn.', '.linear_tokens.'),
+                        ('.mlp.', '.mlp_channels.'), ('.gamma_', '.ls'))
 
 
 def ceil_div(size: int, step: int) -> int:
@@ -247,8 +250,6 @@ class ResMLP(PyramidBackbone):
     optional_arch_args = dict(mlp_ratio=POSITIVE_REAL, layer_scale_init=POSITIVE_REAL, window_size=POSITIVE_INT)
     dropped_checkpoint_prefixes = ('head.', )
     new_checkpoint_prefixes = ('out_norms.', 'rescales.')
-    #: The authors' (deit repository) files get timm's keys on loading.
-    convert_checkpoint = staticmethod(resmlp_deit_to_timm)
 
     @takes_backbone_options
     def __init__(self,
@@ -302,6 +303,19 @@ class ResMLP(PyramidBackbone):
         if not unbuilt:
             return self.dropped_checkpoint_prefixes
         return (*self.dropped_checkpoint_prefixes, 'norm.', *(f'blocks.{i}.' for i in unbuilt))
+
+    @staticmethod
+    def convert_checkpoint(state_dict: StateDict) -> StateDict:
+        """An authors' file (their deit repository) to timm's keys, on loading (``alpha`` / ``beta`` in timm's
+        (1, 1, C) shape); a timm file is returned as it is."""
+        if 'patch_embed.proj.weight' not in state_dict:
+            return state_dict
+        converted = {}
+        for key, value in state_dict.items():
+            for old, new in DEIT_TO_TIMM_RENAMES:
+                key = key.replace(old, new)
+            converted[key] = value.reshape(1, 1, -1) if key.endswith(('.alpha', '.beta')) else value
+        return converted
 
     @staticmethod
     def _default_out_indices(depth: int, out_levels: Tuple[int, ...]) -> Tuple[int, ...]:

@@ -10,6 +10,7 @@ grid is the conv's output, never H // 2) and puts a LayerNorm on every
 emitted feature without feeding it forward (the last stage's is the
 checkpoint's final ``norm``). Parameter names are the upstream ones.
 """
+import re
 from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -18,10 +19,11 @@ import torch.nn.functional as F
 from timm.layers import DropPath, Mlp, trunc_normal_
 from torch import nn
 
+from mmrmt.checkpoint import StateDict, extract_state_dict
 from ..layers import build_norm_layer, in_image_chunks, norm_then_project, run_mode
 from ..layers.fused_attention import scaled_dot_product_attention
 from ..layers.plain_attention import plain_attention
-from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, check_arg,
+from .arch import (DROP_RATE, INT, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL, ArgKind, UpstreamFiles, check_arg,
                    check_heads_divide_dims, resolve_arch)
 from .base_backbone import PyramidBackbone, call_block, takes_backbone_options
 from .implementation import BackboneImplementation
@@ -315,6 +317,20 @@ IMPLEMENTATIONS: Dict[str, BackboneImplementation] = {
 }
 IMPL = ArgKind((str, ), lambda impl: impl in IMPLEMENTATIONS,
                "'fast' (lean attention and MLP) or 'reference' (the spec's computation step by step)")
+DETECTRON2_BACKBONE_PREFIX = 'backbone.bottom_up.'
+
+
+def rest_detectron2_to_mmrmt(state_dict: StateDict) -> StateDict:
+    """A ResT detectron2 detector (the authors' COCO models) to the ResT backbone: ``backbone.bottom_up.normN``
+    become ``extra_norms.N-1``, FPN and heads are left out; a ``ValueError`` without such keys."""
+    if not any(key.startswith(DETECTRON2_BACKBONE_PREFIX) for key in state_dict):
+        raise ValueError('not a ResT detectron2 checkpoint: no keys start with '
+                         f'{DETECTRON2_BACKBONE_PREFIX!r}')
+    renamed = {}
+    for key, value in extract_state_dict(state_dict, prefix=DETECTRON2_BACKBONE_PREFIX).items():
+        match = re.match(r'norm([123])\.(.*)', key)
+        renamed[f'extra_norms.{int(match.group(1)) - 1}.{match.group(2)}' if match else key] = value
+    return renamed
 
 
 class ResT(PyramidBackbone):
@@ -367,6 +383,7 @@ class ResT(PyramidBackbone):
     optional_arch_args = dict(drop_path_rate=DROP_RATE)
     dropped_checkpoint_prefixes = ('head.', )
     new_checkpoint_prefixes = ('extra_norms.', )
+    upstream_files = UpstreamFiles(rest_detectron2_to_mmrmt, r'stage(\d+)\.(\d+)\.', 'stage{}.0.norm1.weight')
 
     @takes_backbone_options
     def __init__(self,

@@ -6,9 +6,10 @@ import torch
 from timm.layers import trunc_normal_
 from torch import nn
 
+from mmrmt.checkpoint import StateDict, extract_state_dict
 from ...layers import build_norm_layer
-from ..arch import (BOOL, NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, check_heads_divide_dims,
-                    resolve_arch)
+from ..arch import (BOOL, NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL, UpstreamFiles,
+                    check_heads_divide_dims, resolve_arch)
 from ..base_backbone import PyramidBackbone, init_linears_and_layer_norms, takes_backbone_options
 from .attention_maps import AttentionMaps, query_maps
 from .block import RMTStage
@@ -38,6 +39,17 @@ def check_even_head_dims(dims: Sequence[int], heads: Sequence[int], owner: str) 
             raise ValueError(f'{owner}: the head dimension embed_dims[{stage}] / num_heads[{stage}] '
                              f'= {channels // num_heads} is odd; the rotary encoding needs an '
                              'even head dimension.')
+
+
+def rmt_upstream_to_mmrmt(state_dict: StateDict) -> StateDict:
+    """An upstream RMT file (ImageNet classifier, or an mmdet 2.x / mmseg 0.x model: its ``backbone.`` kept) to the
+    RMT backbone, which keeps the upstream names; a ``ValueError`` when it holds no RMT backbone."""
+    if any(key.startswith('backbone.') for key in state_dict):
+        state_dict = extract_state_dict(state_dict, prefix='backbone.')
+    if 'patch_embed.proj.0.weight' not in state_dict or not any(key.startswith('layers.') for key in state_dict):
+        raise ValueError('not an RMT checkpoint: expected the keys patch_embed.proj.* and layers.* '
+                         '(at the top level or under backbone.)')
+    return state_dict
 
 
 class RMT(PyramidBackbone):
@@ -92,6 +104,8 @@ class RMT(PyramidBackbone):
     #: classifier of the authors' token-labelled checkpoints (RMT-S*/B*/L*).
     dropped_checkpoint_prefixes = ('proj.', 'norm.', 'head.', 'aux_head.')
     new_checkpoint_prefixes = ('extra_norms.', )
+    upstream_files = UpstreamFiles(rmt_upstream_to_mmrmt, r'layers\.(\d+)\.blocks\.(\d+)\.',
+                                   'layers.{}.blocks.0.retention_layer_norm.weight')
 
     @takes_backbone_options
     def __init__(self,
