@@ -383,6 +383,7 @@ class ResT(PyramidBackbone):
     optional_arch_args = dict(drop_path_rate=DROP_RATE)
     dropped_checkpoint_prefixes = ('head.', )
     new_checkpoint_prefixes = ('extra_norms.', )
+    #: What tools/model_converters/rest_detectron2_to_mmrmt.py converts, and how it names the variant.
     upstream_files = UpstreamFiles(rest_detectron2_to_mmrmt, r'stage(\d+)\.(\d+)\.', 'stage{}.0.norm1.weight')
 
     @takes_backbone_options

@@ -104,6 +104,7 @@ class RMT(PyramidBackbone):
     #: classifier of the authors' token-labelled checkpoints (RMT-S*/B*/L*).
     dropped_checkpoint_prefixes = ('proj.', 'norm.', 'head.', 'aux_head.')
     new_checkpoint_prefixes = ('extra_norms.', )
+    #: What tools/model_converters/rmt_to_mmrmt.py converts, and how it names the variant.
     upstream_files = UpstreamFiles(rmt_upstream_to_mmrmt, r'layers\.(\d+)\.blocks\.(\d+)\.',
                                    'layers.{}.blocks.0.retention_layer_norm.weight')
 
