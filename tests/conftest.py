@@ -1,7 +1,7 @@
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import pytest
 
@@ -68,3 +68,22 @@ def demo_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp('demo_data')
     make_demo_data(str(root))
     return root
+
+
+@pytest.fixture
+def read_only_folder(tmp_path, monkeypatch) -> Iterator[Path]:
+    """An empty folder the test may fill and then ``chmod(0o555)`` (given back 0755 after it). Root writes into any
+    folder whatever its mode, so under root ``os.access`` answers for this folder by its mode bits."""
+    folder = tmp_path / 'read_only'
+    folder.mkdir()
+    if os.geteuid() == 0:
+        real_access = os.access
+
+        def access(path, mode: int, **kwargs) -> bool:
+            if mode & os.W_OK and os.path.realpath(path) == str(folder.resolve()):
+                return bool(folder.stat().st_mode & 0o200) and real_access(path, mode, **kwargs)
+            return real_access(path, mode, **kwargs)
+
+        monkeypatch.setattr(os, 'access', access)
+    yield folder
+    folder.chmod(0o755)

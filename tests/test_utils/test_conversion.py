@@ -2,7 +2,7 @@
 rest_detectron2_to_mmrmt.py are its ``backbone_converter_main``): the authors' files in each layout become
 backbone files that load through ``init_cfg``; other files, an existing destination and integer weights are
 one line, and no file is destroyed (the scripts' runs on a training checkpoint are tests/tools')."""
-import os
+
 import re
 from pathlib import Path
 
@@ -92,19 +92,14 @@ def test_an_existing_destination_needs_force(tmp_path):
     assert torch.load(destination, weights_only=True)['meta']['arch'] == 't'
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason='root may write in any folder, whatever its permissions')
-def test_a_read_only_folder_is_refused_before_the_source_is_read(tmp_path):
-    source, folder = tmp_path / 'notes.pth', tmp_path / 'read_only'
+def test_a_read_only_folder_is_refused_before_the_source_is_read(tmp_path, read_only_folder):
+    source, folder = tmp_path / 'notes.pth', read_only_folder
     source.write_text('not a checkpoint')
-    folder.mkdir()
     (folder / 'out.pth').write_bytes(b'the user\'s file')
     folder.chmod(0o555)
-    try:
-        assert exit_line(rmt_to_mmrmt, [source, folder / 'out.pth', '--force']) == (
-            f'error: destination {folder / "out.pth"} cannot be written: no new file can be made in {folder}; make '
-            'it writable or choose another destination')
-    finally:
-        folder.chmod(0o755)
+    assert exit_line(rmt_to_mmrmt, [source, folder / 'out.pth', '--force']) == (
+        f'error: destination {folder / "out.pth"} cannot be written: no new file can be made in {folder}; make '
+        'it writable or choose another destination')
     assert (folder / 'out.pth').read_bytes() == b'the user\'s file'
 
 

@@ -1,6 +1,4 @@
 """Checks the tools run before anything is written: outputs, and the data a config reads."""
-import os
-
 import pytest
 from mmengine.config import Config
 
@@ -27,25 +25,20 @@ def test_unwritable_paths(relative, is_dir, expected, tmp_path):
     assert str(error.value) == expected.format(path=path, root=tmp_path)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason='root may write in any folder, whatever its permissions')
-def test_a_read_only_folder_is_refused_even_where_the_file_is_writable(tmp_path):
+def test_a_read_only_folder_is_refused_even_where_the_file_is_writable(read_only_folder):
     """A file is replaced by a new file beside it (atomically), so ``--force`` over a writable file needs a
     writable folder, checked before anything is read."""
-    folder = tmp_path / 'read_only'
-    folder.mkdir()
+    folder = read_only_folder
     (folder / 'out.pth').write_text('the user\'s file')
     folder.chmod(0o555)
-    try:
-        for path, is_dir in ((folder / 'out.pth', False), (folder / 'new.pth', False), (folder / 'new', True),
-                             (folder, True)):
-            with pytest.raises(PreflightError) as error:
-                check_writable(str(path), '--x', is_dir)
-            assert str(error.value) == (f'--x {path} cannot be written: no new file can be made in {folder}; make '
-                                        'it writable or choose another --x')
-        with pytest.raises(PreflightError, match=f'no new file can be made in {folder}; '):
-            check_new_file(str(folder / 'out.pth'), 'destination', force=True)
-    finally:
-        folder.chmod(0o755)
+    for path, is_dir in ((folder / 'out.pth', False), (folder / 'new.pth', False), (folder / 'new', True),
+                         (folder, True)):
+        with pytest.raises(PreflightError) as error:
+            check_writable(str(path), '--x', is_dir)
+        assert str(error.value) == (f'--x {path} cannot be written: no new file can be made in {folder}; make '
+                                    'it writable or choose another --x')
+    with pytest.raises(PreflightError, match=f'no new file can be made in {folder}; '):
+        check_new_file(str(folder / 'out.pth'), 'destination', force=True)
     assert (folder / 'out.pth').read_text() == 'the user\'s file'
 
 
