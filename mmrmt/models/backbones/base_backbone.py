@@ -11,7 +11,7 @@ from torch.utils.checkpoint import checkpoint
 
 from mmrmt.checkpoint import load_pretrained
 from ..layers import check_norm_cfg, run_mode
-from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, check_arg, nearest_name
+from .arch import BOOL, DROP_RATE, INT, POSITIVE_INT, ArgKind, UpstreamFiles, check_arg, nearest_name
 from .input_check import check_map_input
 
 #: Checkpoint names of mmengine's model zoos (ResNets, HRNets, ... of
@@ -101,6 +101,8 @@ class PyramidBackbone(nn.Module):
 
     dropped_checkpoint_prefixes: Tuple[str, ...] = ()
     new_checkpoint_prefixes: Tuple[str, ...] = ()
+    #: How the authors' files convert (tools/model_converters); None where no converter script exists.
+    upstream_files: Optional[UpstreamFiles] = None
 
     def __init__(self,
                  num_stages: int,
