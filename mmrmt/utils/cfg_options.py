@@ -73,14 +73,14 @@ def dict_value(value: str, pair: str) -> Any:
     ``DictAction`` reads a word (``true`` True, ``LinearLR`` text); values apart at the top level a list."""
     text = f'[{value}]'
 
-    def other(node: ast.expr) -> Any:
+    def as_text(node: ast.expr) -> Any:  # what is not a literal; a dict(...) that is not dict(NAME=VALUE, ...)
         if isinstance(node, ast.Call) and getattr(node.func, 'id', None) == 'dict':
             entry = ast.get_source_segment(text, node.args[0] if node.args else node)
             raise PreflightError(f'--cfg-options {pair}: the entries of dict(...) are NAME=VALUE, got {entry!r}')
         return DictAction._parse_int_float_bool(ast.get_source_segment(text, node))
 
     try:
-        values = literal_value(ast.parse(text, mode='eval').body, other)
+        values = literal_value(ast.parse(text, mode='eval').body, as_text)
     except SyntaxError as error:
         problem = f'the value does not parse at character {error.offset - 1} ({error.msg})'
     except NotPlainData as error:
