@@ -9,7 +9,8 @@ import io
 import math
 import re
 import tokenize
-from typing import Any, Dict, Optional
+from functools import partial
+from typing import Any, Callable, Dict, Optional
 
 #: The longest text read: 40 times the longest zoo config's (26,258 characters, 2026-12-01).
 MAX_TEXT_CHARS = 1_000_000
@@ -75,8 +76,10 @@ def hashable(node: ast.expr, value: Any) -> Any:
     return value
 
 
-def literal_value(node: ast.expr) -> Any:
-    """The value of a literal expression; :class:`NotPlainData` for anything else."""
+def literal_value(node: ast.expr, other: Optional[Callable[[ast.expr], Any]] = None) -> Any:
+    """The value of a literal expression; of anything else (in it) ``other(node)`` if given, else
+    :class:`NotPlainData`."""
+    value_of = partial(literal_value, other=other)
     if isinstance(node, ast.Constant):
         return checked_constant(node)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(
@@ -84,19 +87,20 @@ def literal_value(node: ast.expr) -> Any:
         value = checked_constant(node.operand)
         return -value if isinstance(node.op, ast.USub) else value
     if isinstance(node, (ast.List, ast.Tuple)):
-        values = [literal_value(element) for element in node.elts]
+        values = [value_of(element) for element in node.elts]
         return list(values) if isinstance(node, ast.List) else tuple(values)
     if isinstance(node, ast.Set):
-        return {hashable(element, literal_value(element)) for element in node.elts}
+        return {hashable(element, value_of(element)) for element in node.elts}
     if isinstance(node, ast.Dict) and None not in node.keys:
-        return {hashable(key, literal_value(key)): literal_value(value)
-                for key, value in zip(node.keys, node.values)}
+        return {hashable(key, value_of(key)): value_of(value) for key, value in zip(node.keys, node.values)}
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == 'dict'
-            and len(node.args) <= 1 and all(isinstance(arg, ast.Dict) for arg in node.args)
+            and len(node.args) <= 1 and all(isinstance(arg, ast.Dict) and None not in arg.keys for arg in node.args)
             and all(keyword.arg is not None for keyword in node.keywords)):
-        value = literal_value(node.args[0]) if node.args else {}
-        value.update({keyword.arg: literal_value(keyword.value) for keyword in node.keywords})
+        value = value_of(node.args[0]) if node.args else {}
+        value.update({keyword.arg: value_of(keyword.value) for keyword in node.keywords})
         return value
+    if other is not None:
+        return other(node)
     raise NotPlainData(f'line {node.lineno}: {ast.unparse(node)[:80]!r} is not a literal')
 
 

@@ -3,14 +3,16 @@ ignored and a bad value fails deep inside the run): the pairs' form and brackets
 mmengine's ``DictAction`` cannot read, read as data (never evaluated); each key a setting of the config, of the
 runner or an argument of the component that receives it, else the nearest is named; known fields' values."""
 import argparse
+import ast
 import inspect
-from typing import Any, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from mmengine.config import Config, DictAction
 from mmengine.registry import (DATASETS, EVALUATOR, HOOKS, LOG_PROCESSORS, LOOPS, METRICS, MODELS, OPTIM_WRAPPERS,
                                OPTIMIZERS, PARAM_SCHEDULERS, TRANSFORMS, VISBACKENDS, VISUALIZERS, DefaultScope)
 from mmengine.runner import Runner
 
+from mmrmt.checkpoint.saved_config import NotPlainData, literal_value
 from mmrmt.models.backbones.arch import (NON_NEGATIVE_INT, NON_NEGATIVE_REAL, POSITIVE_INT, ArgKind, check_arg,
                                          nearest_name)
 from .preflight import PreflightError
@@ -46,74 +48,52 @@ def add_cfg_options(parser: argparse.ArgumentParser, example: str = 'train_cfg.m
         help=f'override config settings, e.g. {example}; lists as key="[a,b]" (no spaces)')
 
 
-def unquoted(text: str) -> Iterator[Tuple[int, str, int]]:
-    """(position, character, bracket depth after it) of each character of ``text`` outside quotes; an unclosed
-    quote last, at position ``len(text)``."""
-    depth, quote = 0, None
-    for position, char in enumerate(text):
-        if quote is not None:
-            quote = None if char == quote else quote
-        elif char in '\'"':
-            quote = char
-        else:
-            depth += (char in CLOSERS) - (char in BRACKETS)
-            yield position, char, depth
-    if quote is not None:
-        yield len(text), quote, depth
-
-
-def split_top_level(text: str) -> List[str]:
-    """``text`` cut at the commas outside brackets and quotes, empty parts left out."""
-    cuts = [position for position, char, depth in unquoted(text) if char == ',' and depth == 0]
-    parts = [text[start + 1:end].strip() for start, end in zip([-1, *cuts], [*cuts, len(text)])]
-    return [part for part in parts if part]
-
-
-def encloses(text: str, opener: str) -> bool:
-    """Whether ``text`` is one bracketed group, ``opener`` ... its closer (not ``(a), (b)``)."""
-    return (text[:1] == opener and text[-1:] == CLOSERS[opener]
-            and all(depth > 0 for position, _, depth in unquoted(text) if position < len(text) - 1))
-
-
-def parse_value(text: str, pair: str) -> Any:
-    """The value ``text`` (a part of ``pair``, the whole ``KEY=VALUE``) writes: ``dict(k=v, ...)`` a dict,
-    ``[a, b]`` a list, ``(a, b)`` a tuple, ``a, b`` a list; else a scalar as ``DictAction`` reads it."""
-    text = text.strip()
-    if text.startswith('dict(') and encloses(text[4:], '('):
-        result = {}
-        for entry in split_top_level(text[5:-1]):
-            key, equals, value = entry.partition('=')
-            if not equals or not key.strip().isidentifier():
-                raise PreflightError(f'--cfg-options {pair}: the entries of dict(...) are NAME=VALUE, got {entry!r}')
-            result[key.strip()] = parse_value(value, pair)
-        return result
-    for opener, kind in (('[', list), ('(', tuple)):
-        if encloses(text, opener):
-            return kind(parse_value(part, pair) for part in split_top_level(text[1:-1]))
-    parts = split_top_level(text)
-    if len(parts) > 1:
-        return [parse_value(part, pair) for part in parts]
-    return DictAction._parse_int_float_bool(text.strip('\'"'))
-
-
 def bracket_problem(value: str) -> Optional[str]:
-    """Where the brackets of ``value`` do not balance, or a quote is not closed; None if neither."""
+    """Where the brackets of ``value`` do not balance, or a quote is not closed (brackets in quotes are text); None
+    if neither."""
     opened: List[Tuple[str, int]] = []
-    for position, char, _ in unquoted(value):
-        if char in '\'"':
-            return f'the value has an unclosed {char}'
-        if char in CLOSERS:
-            opened.append((char, position + 1))
+    quote = None
+    for position, char in enumerate(value, 1):
+        if quote is not None or char in '\'"':
+            quote = None if char == quote else quote or char
+        elif char in CLOSERS:
+            opened.append((char, position))
         elif char in BRACKETS:
             if not opened or opened[-1][0] != BRACKETS[char]:
-                return f'the {char!r} at character {position + 1} of the value closes no {BRACKETS[char]!r}'
+                return f'the {char!r} at character {position} of the value closes no {BRACKETS[char]!r}'
             opened.pop()
+    if quote is not None:
+        return f'the value has an unclosed {quote}'
     return f'the {opened[0][0]!r} at character {opened[0][1]} of the value is never closed' if opened else None
+
+
+def dict_value(value: str, pair: str) -> Any:
+    """``value`` (of ``pair``, the whole ``KEY=VALUE``), which holds ``dict(...)``, read as data, never evaluated:
+    its literals as Python reads them (``dict(NAME=VALUE, ...)`` a dict), anything else as its text, read as
+    ``DictAction`` reads a word (``true`` True, ``LinearLR`` text); values apart at the top level a list."""
+    text = f'[{value}]'
+
+    def as_text(node: ast.expr) -> Any:  # what is not a literal; a dict(...) that is not dict(NAME=VALUE, ...)
+        if isinstance(node, ast.Call) and getattr(node.func, 'id', None) == 'dict':
+            entry = ast.get_source_segment(text, node.args[0] if node.args else node)
+            raise PreflightError(f'--cfg-options {pair}: the entries of dict(...) are NAME=VALUE, got {entry!r}')
+        return DictAction._parse_int_float_bool(ast.get_source_segment(text, node))
+
+    try:
+        values = literal_value(ast.parse(text, mode='eval').body, as_text)
+    except SyntaxError as error:
+        problem = f'the value does not parse at character {error.offset - 1} ({error.msg})'
+    except NotPlainData as error:
+        problem = f'the value is not plain data ({error})'
+    else:
+        return values[0] if len(values) == 1 else values
+    raise PreflightError(f'--cfg-options {pair}: {problem}; write dict(NAME=VALUE, ...) with literals or names as '
+                         'values, other text quoted, e.g. \'key=dict(type=Resize, path="a b/c.jpg")\'')
 
 
 def parse_cfg_options(pairs: Sequence[str]) -> Dict[str, Any]:
     """``['a.b=1', 'c=x']`` -> ``{'a.b': 1, 'c': 'x'}``, values read as ``DictAction`` reads them (with
-    ``dict(...)``: by :func:`parse_value`); a :class:`PreflightError` for a pair without ``=`` or key, or
+    ``dict(...)``: by :func:`dict_value`); a :class:`PreflightError` for a pair without ``=`` or key, or
     with brackets that do not balance."""
     options = {}
     for pair in pairs:
@@ -125,7 +105,7 @@ def parse_cfg_options(pairs: Sequence[str]) -> Dict[str, Any]:
         if problem is not None:
             raise PreflightError(f'--cfg-options {pair}: {problem} (a value with spaces must be one '
                                  'argument: quote it, e.g. \'key=[dict(a=1), dict(a=2)]\')')
-        options[key] = parse_value(value, pair) if 'dict(' in value else DictAction._parse_iterable(value)
+        options[key] = dict_value(value, pair) if 'dict(' in value else DictAction._parse_iterable(value)
     return options
 
 

@@ -1,10 +1,9 @@
 """The one check of an ONNX model file given to a tool, before a session is opened or anything built: an ONNX
 model (not a PyTorch checkpoint, not cut short) of an opset the tools read, its external data inside its own
-folder, and, for a tool that evaluates a whole model, not a backbone alone."""
+folder (onnx's checker, which refuses links out of it from onnx 1.22), and, for a tool that evaluates a whole model,
+not a backbone alone."""
 import importlib.util
-import os.path as osp
 from pathlib import Path
-from typing import Iterator, Tuple
 
 from mmrmt.checkpoint import one_line_reason
 from .preflight import PreflightError
@@ -19,44 +18,9 @@ OLDEST_OPSET = 11
 
 #: The first outputs of a backbone-only graph (tensor mode: ``feature_0``, ``feature_1``...).
 BACKBONE_OUTPUT_PREFIX = 'feature_'
-
-
-def graph_tensors(graph, where: str = '') -> Iterator[Tuple[str, object]]:
-    """(name, TensorProto) of every tensor a graph holds: initialisers, node attributes, subgraphs."""
-    for tensor in graph.initializer:
-        yield where + tensor.name, tensor
-    for sparse in graph.sparse_initializer:
-        yield where + sparse.values.name, sparse.values
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.HasField('t'):
-                yield f'{where}{node.name}.{attribute.name}', attribute.t
-            yield from ((f'{where}{node.name}.{attribute.name}', tensor) for tensor in attribute.tensors)
-            subgraphs = ([attribute.g] if attribute.HasField('g') else []) + list(attribute.graphs)
-            for subgraph in subgraphs:
-                yield from graph_tensors(subgraph, f'{where}{node.name}/')
-
-
-def external_data_problem(path: str, model) -> str:
-    """Why the external data of ``model`` (read from ``path``) is unsafe or missing; '' if neither."""
-    from onnx import TensorProto
-    folder = osp.dirname(osp.abspath(path))
-    real_folder = osp.realpath(folder)
-    for name, tensor in graph_tensors(model.graph):
-        if tensor.data_location != TensorProto.EXTERNAL:
-            continue
-        location = next((entry.value for entry in tensor.external_data if entry.key == 'location'), '')
-        given = f'tensor {name!r} keeps its data in {location!r}'
-        target = osp.normpath(osp.join(folder, location))
-        if not location or osp.isabs(location):
-            return f'{given}, {"no file" if not location else "an absolute path"}'
-        if osp.commonpath([folder, target]) != folder:
-            return f'{given}, outside the model\'s folder {folder}'
-        if osp.commonpath([real_folder, osp.realpath(target)]) != real_folder:
-            return f'{given}, a link to {osp.realpath(target)} outside the model\'s folder {folder}'
-        if not osp.isfile(target):
-            return f'{given}, which does not exist'
-    return ''
+#: The fix for external data onnx's checker refuses (a file outside the model's folder, a link, none).
+KEEP_TOGETHER = "onnxruntime reads no external data from outside the model's folder, nor through links: keep the " \
+                'model and its data files together in it'
 
 
 def opset_problem(model) -> str:
@@ -89,6 +53,7 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
         if head.startswith(header):
             raise PreflightError(f'{role} {path} is {what}, not an ONNX model; {export_hint}')
     import onnx
+    from onnx.external_data_helper import uses_external_data
     broken = f'{role} {path} is not a complete ONNX model (truncated, or another format: {{}}); {export_hint}'
     try:
         model = onnx.load(path, load_external_data=False)
@@ -97,14 +62,13 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
     problem = opset_problem(model)
     if problem:
         raise PreflightError(f'{role} {path} {problem}; {export_hint}')
-    problem = external_data_problem(path, model)
-    if problem:
-        raise PreflightError(f'{role} {path}: {problem}; onnxruntime reads external data only from files in '
-                             "the model's folder: keep the model and its data files together")
     try:
-        onnx.checker.check_model(path)  # by path: external data is found beside the model
-    except Exception as error:  # ValidationError for a graph cut short, and others
-        raise PreflightError(broken.format(one_line_reason(error))) from None
+        onnx.checker.check_model(path)  # by path: the external data files too (see the module)
+    except Exception as error:  # ValidationError
+        reason = one_line_reason(error)
+        if any(map(uses_external_data, model.graph.initializer)):  # the weights' files are the likely cause
+            raise PreflightError(f'{role} {path}: {reason.rstrip(".")}; {KEEP_TOGETHER}') from None
+        raise PreflightError(broken.format(reason)) from None
     outputs = [value.name for value in model.graph.output]
     if whole_model and outputs and all(name.startswith(BACKBONE_OUTPUT_PREFIX) for name in outputs):
         raise PreflightError(f'{role} {path} is a backbone-only graph (outputs {", ".join(outputs[:4])}); '

@@ -1,4 +1,5 @@
-"""``--cfg-options`` values with ``dict(...)``: parsed by mmrmt's reader, never evaluated."""
+"""``--cfg-options`` values with ``dict(...)``: Python's parser and the saved configs' literal reader, never
+evaluated; what is not a literal is its text, as mmengine reads a word."""
 import pytest
 
 from mmrmt.utils import PreflightError
@@ -16,6 +17,7 @@ from mmrmt.utils.cfg_options import parse_cfg_options
     ('a=dict(inner=dict(deeper=dict(x=1.5)))', {'inner': {'deeper': {'x': 1.5}}}),
     ('a=[dict(a=1)],[dict(b=2)]', [[{'a': 1}], [{'b': 2}]]),
     ("a=dict(code=__import__('os').system('touch PWNED'))", {'code': "__import__('os').system('touch PWNED')"}),
+    ('a=dict(img=data/x.jpg,k=-1,s={"b":2})', {'img': 'data/x.jpg', 'k': -1, 's': {'b': 2}}),
 ])
 def test_dict_values_become_data(pair, expected, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -30,8 +32,17 @@ def test_values_without_dict_read_as_mmengine_reads_them(pair, expected):
     assert parse_cfg_options([pair]) == {'a': expected}
 
 
-@pytest.mark.parametrize('pair,entry', [('a=dict(1)', '1'), ('a=dict(a=1, 2b=3)', '2b=3'), ('a=[dict(=1)]', '=1')])
-def test_a_dict_entry_without_a_name_is_one_line(pair, entry):
+@pytest.mark.parametrize('pair,problem', [
+    ('a=dict(1)', "the entries of dict(...) are NAME=VALUE, got '1'"),
+    ('a=dict(**x)', "the entries of dict(...) are NAME=VALUE, got 'dict(**x)'"),
+    ('a=dict(a=1, 2b=3)', 'the value does not parse at character 11 ('),  # Python's reason, then the fix
+    ('a=[dict(=1)]', 'the value does not parse at character 7 ('),
+    ('a=dict(path=/a/b)', 'the value does not parse at character 11 ('),  # text is quoted
+    ("a=dict(x='{{ y }}')", 'the value is not plain data (line 1: the string holds the template'),
+])
+def test_a_dict_value_that_is_not_data_is_one_line(pair, problem):
     with pytest.raises(PreflightError) as error:
         parse_cfg_options([pair])
-    assert str(error.value) == f'--cfg-options {pair}: the entries of dict(...) are NAME=VALUE, got {entry!r}'
+    message = str(error.value)
+    assert message.startswith(f'--cfg-options {pair}: {problem}') and '\n' not in message, message
+    assert 'NAME=VALUE' in message, message
