@@ -33,6 +33,7 @@ import argparse
 import sys
 from contextlib import nullcontext
 from pathlib import Path
+from typing import List, Optional
 
 import torch
 
@@ -43,7 +44,7 @@ from mmrmt.utils.amp import add_amp_argument, amp_autocast, check_amp
 from mmrmt.utils.compiled_inference import add_compile_arguments, check_compile, compile_features
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('inputs', help='an image, a folder of images or a (quoted) glob pattern')
     parser.add_argument('config', help='detection or segmentation config file')
@@ -63,11 +64,11 @@ def parse_args() -> argparse.Namespace:
     add_amp_argument(parser)
     parser.add_argument('--force', action='store_true', help='replace existing output files')
     add_compile_arguments(parser)
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: Optional[List[str]] = None) -> None:
+    args = parse_args(argv)
     if args.batch_size < 1 or args.picture_scale < 1:
         raise PreflightError('--batch-size and --picture-scale must be at least 1')
     if not 0 <= args.pred_score_thr <= 1:  # also false for nan

@@ -1,36 +1,17 @@
-"""--amp of tools/train.py, tools/test.py, demo/image_demo.py and tools/misc/demo.py: bf16 autocast on a CPU with native
-bf16 (AVX-512 BF16 or AMX), one line refusing it on other CPUs; --amp bf32 of the inference tools likewise."""
+"""--amp of tools/train.py, tools/test.py and demo/image_demo.py: bf16 autocast on a CPU with native bf16 (AVX-512
+BF16 or AMX), --amp bf32 of the inference tools likewise (the one line refusing them on other CPUs:
+tests/test_amp/test_tool_amp_refusals.py)."""
 import json
 
 import pytest
 import torch
 
-from mmrmt.cpu_features import CPUFeatures, cpu_features
-from tool_process import DET_CONFIG, check_ok, det_data_options, exit_message, load_checkpoint, metric, run_tool
+from mmrmt.cpu_features import cpu_features
+from tool_process import DET_CONFIG, check_ok, det_data_options, load_checkpoint, metric, run_tool
 
 IMAGE_DEMO = '../demo/image_demo.py'  # run_tool runs scripts relative to tools/
-ZEN3 = CPUFeatures('AMD Ryzen 9 5950X 16-Core Processor', frozenset({'avx', 'avx2', 'fma'}))
-REFUSAL = ("error: --amp on the CPU: this CPU (AMD Ryzen 9 5950X 16-Core Processor) has no AVX-512 BF16 or AMX, "
-           "where torch's bf16 autocast is emulated and slower than float32; run without --amp (or on a CUDA "
-           'device)')
 NATIVE_BF16_CPU = pytest.mark.skipif(torch.cuda.is_available() or not cpu_features().bf16,
                                      reason='--amp trains in bf16 on the CPU where it has native bf16 and no CUDA')
-
-
-@pytest.mark.parametrize('tool,args', [
-    ('train.py', [DET_CONFIG]),
-    ('test.py', [DET_CONFIG, 'missing.pth']),
-    (IMAGE_DEMO, ['image.jpg', DET_CONFIG, '--device', 'cpu']),
-    ('misc/demo.py', []),
-])
-def test_amp_is_refused_on_a_cpu_without_native_bf16(tool, args, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: ZEN3)
-    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
-    work = ['--out-dir', tmp_path / 'w'] if tool == IMAGE_DEMO else ['--work-dir', tmp_path / 'w']
-    assert exit_message(tool, [*args, *work, '--amp'], monkeypatch, capsys) == REFUSAL
-    if tool in ('test.py', IMAGE_DEMO):  # the inference tools' --amp bf32 too
-        assert exit_message(tool, [*args, *work, '--amp', 'bf32'], monkeypatch, capsys) == REFUSAL
-    assert not (tmp_path / 'w').exists()
 
 
 @pytest.fixture(scope='module')

@@ -131,7 +131,7 @@ def test_masa_2d_map_is_what_it_applies_at_the_query(impl, decomposed):
     assert torch.allclose(maps.attention.sum((2, 3)), torch.ones(2, 4), atol=two_implementations(torch.float32, 42, 2))
     ys, xs = torch.meshgrid(torch.arange(6.), torch.arange(7.), indexing='ij')
     distance = (ys - 4).abs() + (xs - 2).abs()
-    # one float32 power each, in another order of its multiplications (as test_visualize_decay.py)
+    # one float32 power each, in another order of its multiplications (as test_decay_picture.py)
     power = two_implementations(torch.float32, 1)
     assert torch.allclose(maps.decay, maps.gammas[:, None, None] ** distance, rtol=power, atol=0)
     assert torch.equal(maps.gammas, masa.relpos.decay.exp())
