@@ -31,15 +31,19 @@ with torch.compile (Inductor) for inference, weights frozen, the compiled code c
 """
 import argparse
 import sys
-from contextlib import nullcontext
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator, Optional
 
 import torch
+from torch import nn
 
+from mmrmt.amp import float32_cpu_kernels
+from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.apis import (build_inferencer, check_image_bounds, check_test_scale, collect_images, output_files,
                         predict_images, read_image_sizes)
 from mmrmt.utils import PreflightError, check_device, check_writable, read_config, read_run_checkpoint, run_main
-from mmrmt.utils.amp import add_amp_argument, amp_autocast, check_amp
+from mmrmt.utils.amp import add_amp_argument, amp_dtype, check_amp
 from mmrmt.utils.compiled_inference import add_compile_arguments, check_compile, compile_features
 
 
@@ -64,6 +68,21 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--force', action='store_true', help='replace existing output files')
     add_compile_arguments(parser)
     return parser.parse_args()
+
+
+@contextmanager
+def amp_autocast(model: nn.Module, device_type: str, amp: Optional[str]) -> Iterator[nn.Module]:
+    """Run ``model`` within the block in ``--amp``'s precision on ``device_type`` (none for None): autocast in
+    :func:`~mmrmt.utils.amp.amp_dtype`, its float32-only CPU kernels in float32; or, for 'bf32', oneDNN's GEMMs
+    in bf16."""
+    if amp is None:
+        yield model
+    elif amp == 'bf32':
+        with bf32_gemms():
+            yield model
+    else:
+        with torch.autocast(device_type, dtype=amp_dtype(device_type)), float32_cpu_kernels(model):
+            yield model
 
 
 def main() -> None:
@@ -93,7 +112,7 @@ def main() -> None:
         raise PreflightError(f'none of the {len(images)} images of {args.inputs} can be read')
     inferencer = build_inferencer(cfg, args.weights, args.device, args.palette)
     compiled = compile_features(inferencer.model, compile_options) if compile_options is not None else None
-    with amp_autocast(inferencer.model, device_type, args.amp) if args.amp else nullcontext():
+    with amp_autocast(inferencer.model, device_type, args.amp):
         predict_images(inferencer, outputs, args.pred_score_thr, args.batch_size, args.picture_scale)
     if compiled is not None:
         print(compiled.summary())
