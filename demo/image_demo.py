@@ -5,28 +5,13 @@
                               [--palette none] [--picture-scale 1] [--amp [bf32]] [--force]
                               [--compile [--compile-options KEY=VALUE ...]]
 
-INPUTS is an image, a folder (its images) or a quoted glob pattern
-('photos/**/*.jpg'). A detection config (``default_scope='mmdet'``) runs
-through mmdet's DetInferencer, a segmentation config (``'mmseg'``) through
-mmseg's MMSegInferencer. For each image it writes
-
-* ``DIR/vis/<image name>``: the image with the predictions painted on it;
-* ``DIR/preds/<image stem>.json``: detection: ``labels``, ``scores``,
-  ``bboxes`` (x1, y1, x2, y2) and ``masks`` (COCO RLE) of every detection;
-  segmentation: ``sem_seg``, the label map; both with ``image`` and ``classes``.
-
-Images that cannot be decoded are reported, one line each, and skipped; the
-others are still processed, and the exit status is then 1. An image that the
-config's test scale would shrink to nothing (e.g. 10000x50 pixels at a small
-scale), or larger than 8192x8192 pixels (also once enlarged by
-``--picture-scale``), stops the run before the model is built. Existing output
-files are never replaced without ``--force``, and an input image never. Without ``--weights`` the model
-keeps random weights (useful only to try the tool). ``--amp`` predicts in float16 autocast
-on CUDA, in bf16 autocast on a CPU with native bf16 (AVX-512 BF16 or AMX; refused on other
-CPUs), mmcv's float32-only RoIAlign and NMS in float32; ``--amp bf32`` (CPU) float32 tensors whose oneDNN
-GEMMs and convolutions multiply in bf16 (:mod:`mmrmt.amp.bf32`). ``--compile`` compiles the backbone and neck
-with torch.compile (Inductor) for inference, weights frozen, the compiled code cached for the next run (in
-``TORCHINDUCTOR_CACHE_DIR``), and says the compile time once the images are done
+INPUTS is an image, a folder (its images) or a quoted glob pattern ('photos/**/*.jpg'); for each image it writes
+``DIR/vis/<image name>`` (the predictions painted) and ``DIR/preds/<image stem>.json``. An undecodable image is
+one line and skipped (exit status 1 at the end); an image too large, or one the test scale shrinks to nothing,
+stops the run before the model is built; outputs are never replaced without ``--force``, inputs never. The
+options: docs/get_started.md. ``--amp bf32`` (CPU): float32 tensors whose oneDNN GEMMs and convolutions multiply
+in bf16 (:mod:`mmrmt.amp.bf32`). ``--compile``: the backbone and neck compiled by torch.compile (Inductor) for
+inference, weights frozen, the code cached for the next run; the compile time said once the images are done
 (:mod:`mmrmt.utils.compiled_inference`).
 """
 import argparse
