@@ -77,13 +77,6 @@ def use_test_time_aug(cfg: Config) -> None:
         dataset.pipeline = cfg.tta_pipeline
 
 
-def use_amp(cfg: Config) -> None:
-    """Test in mixed precision: mmengine's test loop autocasts (``test_cfg.fp16``), and
-    :class:`~mmrmt.engine.Float32CPUKernelsHook` keeps mmcv's float32-only CPU kernels in float32."""
-    cfg.test_cfg.fp16 = True
-    cfg.custom_hooks = [*(cfg.get('custom_hooks') or []), dict(type='Float32CPUKernelsHook')]
-
-
 def main() -> None:
     args = parse_args()
     device_type = 'cuda' if torch.cuda.is_available() else 'cpu'
@@ -92,8 +85,9 @@ def main() -> None:
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
     if args.tta:
         use_test_time_aug(cfg)
-    if args.amp == 'autocast':
-        use_amp(cfg)
+    if args.amp == 'autocast':  # mmengine's test loop autocasts; the hook keeps mmcv's float32-only CPU kernels float32
+        cfg.test_cfg.fp16 = True
+        cfg.custom_hooks = [*(cfg.get('custom_hooks') or []), dict(type='Float32CPUKernelsHook')]
     inputs = [('the checkpoint', args.checkpoint), ('the config', args.config),
               *dataloader_inputs(cfg, ['test_dataloader'])]
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
