@@ -47,23 +47,15 @@ def parse_args(argv: List[str] = None) -> argparse.Namespace:
 
 
 def read_images(inputs: List[str]) -> Dict[Path, Image.Image]:
-    """Every image of ``inputs``, decoded to 8-bit RGB by :func:`~mmrmt.apis.read_image`.
-
-    Raises:
-        PreflightError: An input names no image, or an image is too large or
-            cannot be decoded.
-    """
+    """Every image of ``inputs``, decoded to 8-bit RGB (a :class:`PreflightError` for a missing, too large or
+    undecodable one)."""
     return {path: Image.fromarray(read_image(path, channel_order='rgb'))
             for item in inputs for path in collect_images(item)}
 
 
 def build_classifier(name: str, weights: str, device: str) -> torch.nn.Module:
-    """``name`` with the ImageNet ``weights``, in eval mode on ``device``.
-
-    Raises:
-        PreflightError: ``name`` is not one of ours, or ``weights`` is missing,
-            unreadable or of another model.
-    """
+    """``name`` with the ImageNet ``weights``, in eval mode on ``device`` (a :class:`PreflightError` for another
+    model's name, or missing, unreadable or another model's weights)."""
     if name not in MODEL_NAMES:
         raise PreflightError(f'--model {name} is not one of mmrmt\'s timm models: {", ".join(MODEL_NAMES)}')
     with file_errors_as_tool_errors():

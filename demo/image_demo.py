@@ -5,42 +5,30 @@
                               [--palette none] [--picture-scale 1] [--amp [bf32]] [--force]
                               [--compile [--compile-options KEY=VALUE ...]]
 
-INPUTS is an image, a folder (its images) or a quoted glob pattern
-('photos/**/*.jpg'). A detection config (``default_scope='mmdet'``) runs
-through mmdet's DetInferencer, a segmentation config (``'mmseg'``) through
-mmseg's MMSegInferencer. For each image it writes
-
-* ``DIR/vis/<image name>``: the image with the predictions painted on it;
-* ``DIR/preds/<image stem>.json``: detection: ``labels``, ``scores``,
-  ``bboxes`` (x1, y1, x2, y2) and ``masks`` (COCO RLE) of every detection;
-  segmentation: ``sem_seg``, the label map; both with ``image`` and ``classes``.
-
-Images that cannot be decoded are reported, one line each, and skipped; the
-others are still processed, and the exit status is then 1. An image that the
-config's test scale would shrink to nothing (e.g. 10000x50 pixels at a small
-scale), or larger than 8192x8192 pixels (also once enlarged by
-``--picture-scale``), stops the run before the model is built. Existing output
-files are never replaced without ``--force``, and an input image never. Without ``--weights`` the model
-keeps random weights (useful only to try the tool). ``--amp`` predicts in float16 autocast
-on CUDA, in bf16 autocast on a CPU with native bf16 (AVX-512 BF16 or AMX; refused on other
-CPUs), mmcv's float32-only RoIAlign and NMS in float32; ``--amp bf32`` (CPU) float32 tensors whose oneDNN
-GEMMs and convolutions multiply in bf16 (:mod:`mmrmt.amp.bf32`). ``--compile`` compiles the backbone and neck
-with torch.compile (Inductor) for inference, weights frozen, the compiled code cached for the next run (in
-``TORCHINDUCTOR_CACHE_DIR``), and says the compile time once the images are done
+INPUTS is an image, a folder (its images) or a quoted glob pattern ('photos/**/*.jpg'); for each image it writes
+``DIR/vis/<image name>`` (the predictions painted) and ``DIR/preds/<image stem>.json``. An undecodable image is
+one line and skipped (exit status 1 at the end); an image too large, or one the test scale shrinks to nothing,
+stops the run before the model is built; outputs are never replaced without ``--force``, inputs never. The
+options: docs/get_started.md. ``--amp bf32`` (CPU): float32 tensors whose oneDNN GEMMs and convolutions multiply
+in bf16 (:mod:`mmrmt.amp.bf32`). ``--compile``: the backbone and neck compiled by torch.compile (Inductor) for
+inference, weights frozen, the code cached for the next run; the compile time said once the images are done
 (:mod:`mmrmt.utils.compiled_inference`).
 """
 import argparse
 import sys
-from contextlib import nullcontext
+from contextlib import contextmanager
 from pathlib import Path
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
 import torch
+from torch import nn
 
+from mmrmt.amp import float32_cpu_kernels
+from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.apis import (build_inferencer, check_image_bounds, check_test_scale, collect_images, output_files,
                         predict_images, read_image_sizes)
 from mmrmt.utils import PreflightError, check_device, check_writable, read_config, read_run_checkpoint, run_main
-from mmrmt.utils.amp import add_amp_argument, amp_autocast, check_amp
+from mmrmt.utils.amp import add_amp_argument, amp_dtype, check_amp
 from mmrmt.utils.compiled_inference import add_compile_arguments, check_compile, compile_features
 
 
@@ -65,6 +53,21 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--force', action='store_true', help='replace existing output files')
     add_compile_arguments(parser)
     return parser.parse_args(argv)
+
+
+@contextmanager
+def amp_autocast(model: nn.Module, device_type: str, amp: Optional[str]) -> Iterator[nn.Module]:
+    """Run ``model`` within the block in ``--amp``'s precision on ``device_type`` (none for None): autocast in
+    :func:`~mmrmt.utils.amp.amp_dtype`, its float32-only CPU kernels in float32; or, for 'bf32', oneDNN's GEMMs
+    in bf16."""
+    if amp is None:
+        yield model
+    elif amp == 'bf32':
+        with bf32_gemms():
+            yield model
+    else:
+        with torch.autocast(device_type, dtype=amp_dtype(device_type)), float32_cpu_kernels(model):
+            yield model
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -94,7 +97,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         raise PreflightError(f'none of the {len(images)} images of {args.inputs} can be read')
     inferencer = build_inferencer(cfg, args.weights, args.device, args.palette)
     compiled = compile_features(inferencer.model, compile_options) if compile_options is not None else None
-    with amp_autocast(inferencer.model, device_type, args.amp) if args.amp else nullcontext():
+    with amp_autocast(inferencer.model, device_type, args.amp):
         predict_images(inferencer, outputs, args.pred_score_thr, args.batch_size, args.picture_scale)
     if compiled is not None:
         print(compiled.summary())

@@ -29,26 +29,14 @@ def remove_leftover_temporaries(folder: str) -> List[str]:
 
 @contextmanager
 def replaced_atomically(destination: str, overwrite: bool = True) -> Iterator[str]:
-    """A fresh temporary path beside ``destination`` that replaces it if the block succeeds.
-
-    Write (and check) the file at the yielded path; when the block ends
-    without an exception it is moved onto ``destination`` with
-    :func:`os.replace`, atomic within a filesystem, otherwise it is removed.
-    Nobody ever sees a half-written ``destination``, and a failure leaves it
-    untouched. The temporary file is created with the usual permissions
-    (the process umask applies).
+    """A fresh temporary path beside ``destination`` (created with the umask's permissions), moved onto it by
+    :func:`os.replace` (atomic within a filesystem) when the block ends without an exception, else removed:
+    nobody sees a half-written ``destination``, and a failure leaves it untouched.
 
     Args:
         destination (str): The file to write.
-        overwrite (bool): Whether an existing ``destination`` is replaced.
-            When False the file is linked into place (atomic too), and a
-            ``destination`` that appeared meanwhile raises
-            :class:`FileExistsError`, the temporary file removed.
-
-    Example:
-        >>> with replaced_atomically('out/backbone.pth') as temporary:
-        ...     torch.save(state, temporary)
-        ...     check(temporary)  # raising here leaves out/backbone.pth as it was
+        overwrite (bool): Whether an existing ``destination`` is replaced. When False the file is linked into
+            place (atomic too), and a ``destination`` that appeared meanwhile raises :class:`FileExistsError`.
     """
     temporary = temporary_path(destination)
     open(temporary, 'xb').close()

@@ -1,22 +1,8 @@
 """The fixes of named upstream bugs that mmrmt's promises need: the only changes ``import mmrmt`` makes to
-mmengine and mmseg beyond registering (see :mod:`mmrmt.openmmlab_layer`).
-
-Each :class:`UpstreamFix` names the bug, the versions it applies to, what it
-replaces and how a user turns it off: the environment variable
-``MMRMT_UPSTREAM_FIXES_OFF`` (names separated by commas, or ``all``), read
-when a fix would be applied. A fix turned off leaves upstream's code as it is,
-with its bug. docs/design.md lists them.
-
-* ``weights-only-loading``: mmengine's checkpoint loaders load weights-only,
-  with a checkpoint's own types allowed (:func:`~mmrmt.checkpoint.load_weights_only`),
-  and a refused file raises one line naming the file, the reason and the fix.
-* ``inert-resumed-config``: no checkpoint mmengine loads carries code for
-  ``Runner.resume`` to run.
-* ``honoured-runner-type``: ``Runner.from_cfg`` builds a config's
-  ``runner_type='OwnWorkDirRunner'``.
-* ``fork-distribution-names`` and ``cached-package-bases``: mmengine's lookup
-  of ``mmdet::``/``mmseg::`` config bases finds the onedl forks and reads a
-  package's metafiles once per process.
+mmengine and mmseg beyond registering (see :mod:`mmrmt.openmmlab_layer`). Each entry of :data:`UPSTREAM_FIXES`
+names the bug, the versions it applies to and what it replaces; ``MMRMT_UPSTREAM_FIXES_OFF`` (names separated
+by commas, or ``all``), read when a fix would be applied, leaves upstream's code as it is, with its bug.
+docs/design.md lists them.
 """
 import functools
 import os
@@ -25,7 +11,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Callable, Dict, Optional, Tuple
 
-from mmrmt.checkpoint import is_safetensors_name, load_weights_only, make_resumed_config_inert, read_checkpoint
+from mmrmt.checkpoint import (is_remote, is_safetensors_name, is_url, load_weights_only, make_resumed_config_inert,
+                              read_checkpoint)
 from .openmmlab_stack import installed
 
 #: The environment variable naming the fixes a user turns off (comma-separated, or ``all``).
@@ -65,12 +52,6 @@ def load_mmengine_checkpoints_weights_only() -> None:
         checkpoint.CheckpointLoader.register_scheme('', load_from_local_weights_only, force=True)
 
 
-def is_readable_safetensors(filename: object) -> bool:
-    """Whether ``filename`` is a ``.safetensors`` path or URL :func:`~mmrmt.checkpoint.read_checkpoint` reads."""
-    return (isinstance(filename, str) and is_safetensors_name(filename)
-            and ('://' not in filename or filename.startswith(('http://', 'https://'))))
-
-
 def make_checkpoint_inert(checkpoint: object) -> object:
     """``checkpoint`` with ``meta['config']`` made plain data when it is an mmengine checkpoint."""
     if isinstance(checkpoint, dict):
@@ -84,7 +65,8 @@ def inert_loader(loader: Callable) -> Callable:
 
     @functools.wraps(loader)
     def load(filename, *args, **kwargs):
-        if is_readable_safetensors(filename):
+        readable = isinstance(filename, str) and (is_url(filename) or not is_remote(filename))
+        if readable and is_safetensors_name(filename):
             return read_checkpoint(filename)
         return make_checkpoint_inert(loader(filename, *args, **kwargs))
 

@@ -1,37 +1,18 @@
-"""Test (and evaluate) a detector or a segmentor with an mmrmt backbone.
-
-One tool for MMDetection and MMSegmentation configs; the config's
-``default_scope`` decides. It prints the config's test metrics: COCO
-bbox/segm mAP (CocoMetric) for detection, mIoU (IoUMetric) for segmentation.
+"""Test (and evaluate) a detector or a segmentor with an mmrmt backbone (the config's ``default_scope`` decides):
+COCO bbox/segm mAP (CocoMetric) for detection, mIoU (IoUMetric) for segmentation.
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE_OR_DIR]
                          [--force] [--show-dir DIR] [--tta] [--amp [bf32]] [--allow-partial-load]
                          [--compile [--compile-options KEY=VALUE ...]]
                          [--cfg-options KEY=VALUE ...] [--launcher pytorch]
 
-Before the run starts it checks the config, the data paths, that the work dir,
-``--out`` and ``--show-dir`` can be written and are none of the inputs (the
-checkpoint, the config, the test set's files, links resolved; ``--force``
-does not change that), and the checkpoint: readable and holding
-exactly the model's weights (a checkpoint of another model would otherwise
-evaluate random weights); ``--allow-partial-load`` accepts a partial one.
-Each problem ends the tool with one line.
-
-``--out``: detection dumps the predictions to a .pkl file (mmdet's
-DumpDetResults, written atomically; an existing file is replaced only with
-``--force``, and a second run writing the same file meanwhile is refused);
-segmentation writes the predicted label maps as PNGs into the folder
-(mmseg's IoUMetric ``output_dir``).
-``--show-dir``: detection writes one painted image per test image into the
-folder; segmentation writes them to ``DIR/vis_data/vis_image/`` (mmseg's layout).
-``--amp``: the test forward in float16 autocast on CUDA, in bf16 autocast on a CPU with native
-bf16 (AVX-512 BF16 or AMX), mmcv's float32-only RoIAlign and NMS in float32; refused on other CPUs.
-``--amp bf32`` (CPU): float32 tensors whose oneDNN GEMMs and convolutions multiply in bf16
-(:mod:`mmrmt.amp.bf32`), the same CPUs.
-``--compile``: the backbone and neck compiled by torch.compile (Inductor) for inference, weights frozen
-into the graph, the compiled code cached for the next run (in ``TORCHINDUCTOR_CACHE_DIR``); the log's
-last line says the compile time and how much came from the cache (:mod:`mmrmt.utils.compiled_inference`).
-The config's ``compile`` setting is mmengine's, for training: tools/test.py leaves it alone.
+Each bad input (the config, its data paths, outputs that cannot be written or are inputs, a checkpoint that does
+not hold exactly the model's weights) ends the tool with one line before the run; ``--out``, ``--show-dir``,
+``--tta`` and ``--amp``: docs/get_started.md. ``--amp bf32`` (CPU): float32 tensors whose oneDNN GEMMs and
+convolutions multiply in bf16 (:mod:`mmrmt.amp.bf32`). ``--compile``: the backbone and neck compiled by
+torch.compile (Inductor) for inference, weights frozen, the code cached for the next run; the log's last line
+says the compile time (:mod:`mmrmt.utils.compiled_inference`). The config's ``compile`` setting is mmengine's,
+for training: tools/test.py leaves it alone.
 """
 import argparse
 import os.path as osp
@@ -96,13 +77,6 @@ def use_test_time_aug(cfg: Config) -> None:
         dataset.pipeline = cfg.tta_pipeline
 
 
-def use_amp(cfg: Config) -> None:
-    """Test in mixed precision: mmengine's test loop autocasts (``test_cfg.fp16``), and
-    :class:`~mmrmt.engine.Float32CPUKernelsHook` keeps mmcv's float32-only CPU kernels in float32."""
-    cfg.test_cfg.fp16 = True
-    cfg.custom_hooks = [*(cfg.get('custom_hooks') or []), dict(type='Float32CPUKernelsHook')]
-
-
 def main() -> None:
     args = parse_args()
     device_type = 'cuda' if torch.cuda.is_available() else 'cpu'
@@ -111,8 +85,9 @@ def main() -> None:
     cfg = load_run_config(args.config, args.cfg_options, args.launcher, args.work_dir)
     if args.tta:
         use_test_time_aug(cfg)
-    if args.amp == 'autocast':
-        use_amp(cfg)
+    if args.amp == 'autocast':  # mmengine's test loop autocasts; the hook keeps mmcv's float32-only CPU kernels float32
+        cfg.test_cfg.fp16 = True
+        cfg.custom_hooks = [*(cfg.get('custom_hooks') or []), dict(type='Float32CPUKernelsHook')]
     inputs = [('the checkpoint', args.checkpoint), ('the config', args.config),
               *dataloader_inputs(cfg, ['test_dataloader'])]
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)

@@ -1,25 +1,13 @@
-"""Train a detector or a segmentor with an mmrmt backbone.
-
-One tool for MMDetection and MMSegmentation configs: the config's
-``default_scope`` ('mmdet' or 'mmseg') decides which library's registries
-build the run. Without CUDA it trains on the CPU, and distributed runs
-(``--launcher pytorch``, see tools/dist_train.sh) use the gloo backend.
+"""Train a detector or a segmentor with an mmrmt backbone (the config's ``default_scope``, 'mmdet' or 'mmseg',
+decides which library builds the run); on the CPU without CUDA, gloo when distributed (tools/dist_train.sh).
 
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--auto-scale-lr]
                           [--allow-partial-load] [--cfg-options KEY=VALUE ...]
                           [--launcher pytorch]
 
-Before the run starts it checks the config, the data paths, that the work
-dir can be written, the model's ``Pretrained`` files (readable), and the
-checkpoint the run starts from: readable, a training checkpoint for
-``--resume``, and holding exactly the model's weights (unless
-``--allow-partial-load``); that a run without ``--resume`` would overwrite
-no earlier run's checkpoints in the work dir; ``--cfg-options`` keys and values, and that the
-model builds. Each problem ends the tool with one line, before anything is written.
-
-``--amp``: float16 with loss scaling on CUDA (mmengine's AmpOptimWrapper); on a CPU with native
-bf16 (AVX-512 BF16 or AMX) the forward and loss in bf16 autocast, mmcv's float32-only RoIAlign
-and NMS in float32 (mmrmt.engine.CPUAmpOptimWrapper); refused on other CPUs.
+Each bad input (the config, its data paths, the work dir, an earlier run there, the checkpoint to start from,
+``--amp`` on a CPU without native bf16) ends the tool with one line before anything is written. The options,
+the checks and their messages: docs/get_started.md, docs/troubleshooting.md.
 """
 import argparse
 import logging

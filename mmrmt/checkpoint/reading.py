@@ -72,47 +72,37 @@ def fetch_checkpoint(url: str) -> str:
                      'network allows: download it yourself and give the file\'s path')
 
 
-def file_head(filename: str) -> bytes:
-    """The first 16 bytes of ``filename``, enough to tell the formats apart."""
-    with open(filename, 'rb') as file:
-        return file.read(16)
-
-
 def is_safetensors_head(head: bytes) -> bool:
     """Whether a file starting with ``head`` is a safetensors file: 8 bytes of header length, then ``{``."""
     return len(head) > 8 and head[8:9] == b'{'
 
 
-def checkpoint_file_problem(filename: str) -> Optional[str]:
-    """Why an existing local file cannot be a PyTorch or safetensors checkpoint, by its bytes; None if it may be."""
-    head = file_head(filename)
+def checkpoint_file_problem(filename: str, head: bytes, safetensors: bool = False) -> Optional[str]:
+    """Why the local file ``filename``, starting with ``head`` (16 bytes), cannot be a PyTorch checkpoint (or,
+    with ``safetensors``, a safetensors file); None if it may be."""
     if not head:
         return 'the file is empty (0 bytes)'
+    if safetensors:
+        return None if is_safetensors_head(head) else (
+            'a PyTorch checkpoint (zip archive or pickle): name it .pth' if head.startswith((b'PK', b'\x80'))
+            else f'it has no safetensors header (it starts with {head!r})')
     if head.startswith(b'PK'):
         return None if zipfile.is_zipfile(filename) else (
             'the file is truncated or corrupted (its zip directory is missing)')
-    if head.startswith(b'\x80') or is_safetensors_head(head):
-        return None
-    return f'it is neither a zip archive nor a pickle (it starts with {head!r})'
+    return None if head.startswith(b'\x80') else f'it is neither a zip archive nor a pickle (it starts with {head!r})'
 
 
 def read_safetensors(filename: str) -> object:
     """The tensors of a safetensors file on the CPU (with our converters' ``meta``: ``{'state_dict', 'meta'}``);
-    a ``ValueError`` for another kind of file, or a truncated or corrupted one."""
-    unreadable = f'{filename} is not a readable safetensors file'
-    head = file_head(filename)
-    if not is_safetensors_head(head):
-        kind = ('a PyTorch checkpoint (zip archive or pickle): name it .pth'
-                if head.startswith((b'PK', b'\x80')) else 'the file is empty (0 bytes)' if not head
-                else f'it has no safetensors header (it starts with {head!r})')
-        raise ValueError(f'{unreadable}: {kind}')
+    a ``ValueError`` for a truncated or corrupted one."""
     try:
         with safe_open(filename, framework='pt', device='cpu') as file:
             tensors = {key: file.get_tensor(key) for key in file.keys()}
             meta_text = (file.metadata() or {}).get(SAFETENSORS_META_KEY)
         meta = None if meta_text is None else json.loads(meta_text)
     except Exception as error:  # safetensors' SafetensorError, json's errors
-        raise ValueError(f'{unreadable} (truncated or corrupted?): {one_line_reason(error)}') from error
+        raise ValueError(f'{filename} is not a readable safetensors file (truncated or corrupted?): '
+                         f'{one_line_reason(error)}') from error
     return tensors if meta is None else dict(state_dict=tensors, meta=meta)
 
 
@@ -130,12 +120,15 @@ def read_checkpoint(filename: str) -> object:
             return read_checkpoint(fetch_checkpoint(filename))
     if not osp.isfile(filename):
         raise FileNotFoundError(f'checkpoint not found: {filename}')
-    if is_safetensors_name(filename) or is_safetensors_head(file_head(filename)):
-        return read_safetensors(filename)
-    unreadable = f'{filename} is not a readable PyTorch checkpoint'
-    problem = checkpoint_file_problem(filename)
+    with open(filename, 'rb') as file:
+        head = file.read(16)
+    safetensors = is_safetensors_name(filename) or is_safetensors_head(head)
+    unreadable = f'{filename} is not a readable {"safetensors file" if safetensors else "PyTorch checkpoint"}'
+    problem = checkpoint_file_problem(filename, head, safetensors)
     if problem is not None:
         raise ValueError(f'{unreadable}: {problem}')
+    if safetensors:
+        return read_safetensors(filename)
     try:
         return load_weights_only(filename, map_location='cpu')
     except CheckpointRefusedError:  # its own one line

@@ -61,7 +61,6 @@ class OwnWorkDirRunner(Runner):
         # resume=True without load_from: resume from the work dir's last checkpoint
         self._auto_resume = bool(arguments.get('resume')) and arguments.get('load_from') is None
         self._work_dir_claim: Optional[RunClaim] = None
-        self._holds_work_dir = False
         self._notes: List[str] = []  # warnings of setup_env, for the log once it exists
         check_checkpoint_to_load(arguments.get('load_from'), bool(arguments.get('resume')))
         problem = compile_setting_problem((arguments.get('cfg') or {}).get('compile'))
@@ -144,18 +143,18 @@ class OwnWorkDirRunner(Runner):
                             f'was left, and {kept}')
 
     def _in_own_work_dir(self, phase: Callable[[], Any]) -> Any:
-        if not self._holds_work_dir:
-            self._claim_work_dir()
+        self._claim_work_dir()  # still held after __init__; taken again after an earlier phase
         try:
             return phase()
         finally:
             self._release_work_dir()
 
     def _claim_work_dir(self) -> None:
-        """Rank 0 claims the work dir; every rank learns whether it got it, and ends if not."""
+        """Rank 0 claims the work dir (a claim it holds stays held); every rank learns whether it got it, and ends
+        if not."""
         refusal = [None]
         if self.rank == 0:
-            self._work_dir_claim = work_dir_claim(self.work_dir)
+            self._work_dir_claim = self._work_dir_claim or work_dir_claim(self.work_dir)
             try:
                 self._work_dir_claim.take()
             except ClaimError as error:
@@ -165,12 +164,10 @@ class OwnWorkDirRunner(Runner):
         broadcast_object_list(refusal)
         if refusal[0] is not None:
             self._exit_with(refusal[0])
-        self._holds_work_dir = True
 
     def _release_work_dir(self) -> None:
         if self._work_dir_claim is not None:
             self._work_dir_claim.give_back()
-        self._holds_work_dir = False
 
     def _exit_with(self, message: str) -> NoReturn:
         """End this process with status 1; rank 0 prints ``error: <message>``."""

@@ -1,15 +1,11 @@
 """The tools' ``--amp``: float16 autocast on CUDA, bf16 on a CPU with native bf16 (AVX-512 BF16 or AMX), refused
 elsewhere in one line; ``--amp bf32`` (inference tools, CPU): float32 tensors, oneDNN's GEMMs in bf16."""
 import argparse
-from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import Optional
 
 import torch
 from mmengine.config import Config
-from torch import nn
 
-from mmrmt.amp import float32_cpu_kernels
-from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.cpu_features import cpu_features
 from .preflight import PreflightError
 
@@ -55,15 +51,3 @@ def use_amp_optim_wrapper(cfg: Config) -> None:
     cfg.optim_wrapper.type = 'AmpOptimWrapper' if device_type == 'cuda' else 'CPUAmpOptimWrapper'
     if device_type == 'cuda':
         cfg.optim_wrapper.loss_scale = cfg.get('amp_loss_scale', 'dynamic')
-
-
-@contextmanager
-def amp_autocast(model: nn.Module, device_type: str, amp: str = 'autocast') -> Iterator[nn.Module]:
-    """Run ``model`` within the block in ``--amp``'s precision on ``device_type``: autocast in
-    :func:`amp_dtype`, its float32-only CPU kernels in float32; or, for 'bf32', oneDNN's GEMMs in bf16."""
-    if amp == 'bf32':
-        with bf32_gemms():
-            yield model
-        return
-    with torch.autocast(device_type, dtype=amp_dtype(device_type)), float32_cpu_kernels(model):
-        yield model

@@ -1,7 +1,6 @@
 """What our train.py and test.py add, before the run, to the runner's checkpoint gate: a ``--resume`` file is a
 training checkpoint whose ``meta['config']`` is plain data, and the config's model finds each of its weights in
 the file, with the same shape and kind of number, and nothing more, unless ``--allow-partial-load``."""
-import os.path as osp
 from typing import Dict, Mapping, Optional
 
 from mmengine.config import Config
@@ -25,13 +24,13 @@ def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[
     """
     if is_remote(path) and not is_url(path):
         return None
-    if not (is_url(path) or osp.isfile(path)):
-        raise PreflightError(f'{role} not found: {path}')
     try:
         checkpoint = read_checkpoint(path)
         extract_state_dict(checkpoint, path)
         if resume:
             resumed_config(checkpoint, path)  # mmengine's resume runs this text: refused unless plain data
+    except FileNotFoundError:
+        raise PreflightError(f'{role} not found: {path}') from None
     except ValueError as error:
         raise PreflightError(f'{role} {error}') from error
     meta = checkpoint['meta'] if isinstance(checkpoint.get('meta'), dict) else {}

@@ -31,13 +31,15 @@ def test_file_problems(tmp_path):
     (tmp_path / 'cut.pth').write_bytes(whole[:len(whole) - 30])
     (tmp_path / 'notes.pth').write_text('see the wiki')
     torch.save({'w': torch.ones(3)}, tmp_path / 'legacy.pth', _use_new_zipfile_serialization=False)
-    assert checkpoint_file_problem(str(tmp_path / 'empty.pth')) == 'the file is empty (0 bytes)'
-    assert checkpoint_file_problem(str(tmp_path / 'cut.pth')) == (
-        'the file is truncated or corrupted (its zip directory is missing)')
-    assert checkpoint_file_problem(str(tmp_path / 'notes.pth')) == (
-        "it is neither a zip archive nor a pickle (it starts with b'see the wiki')")
-    assert checkpoint_file_problem(str(tmp_path / 'good.pth')) is None
-    assert checkpoint_file_problem(str(tmp_path / 'legacy.pth')) is None
+
+    def problem(name):
+        return checkpoint_file_problem(str(tmp_path / name), (tmp_path / name).read_bytes()[:16])
+
+    assert problem('empty.pth') == 'the file is empty (0 bytes)'
+    assert problem('cut.pth') == 'the file is truncated or corrupted (its zip directory is missing)'
+    assert problem('notes.pth') == "it is neither a zip archive nor a pickle (it starts with b'see the wiki')"
+    assert problem('good.pth') is None
+    assert problem('legacy.pth') is None
     assert torch.equal(read_checkpoint(str(tmp_path / 'legacy.pth'))['w'], torch.ones(3))
 
 

@@ -1,11 +1,12 @@
 """mmrmt.utils.amp: ``--amp`` (autocast) and ``--amp bf32`` checked in one line before anything is built, and
-the block each runs a model in."""
+the block demo/image_demo.py runs the model in."""
 import pytest
 import torch
 
 from mmrmt.cpu_features import CPUFeatures
 from mmrmt.utils import PreflightError
-from mmrmt.utils.amp import amp_autocast, check_amp
+from mmrmt.utils.amp import check_amp
+from helpers.tool_modules import import_tool
 
 ZEN3 = CPUFeatures('AMD Ryzen 9 5950X 16-Core Processor', frozenset({'avx', 'avx2', 'fma'}))
 AMX = CPUFeatures('Intel(R) Xeon(R) Platinum 8480+', frozenset({'avx512f', 'avx512_bf16', 'amx_bf16'}))
@@ -40,8 +41,9 @@ def test_accepted_on_a_cpu_with_native_bf16(amp, compile, monkeypatch):
 def test_each_precision_runs_the_model_as_it_says(monkeypatch):
     """Autocast: bf16 outputs of a Linear; bf32: float32 outputs, oneDNN's GEMMs set to bf16 within."""
     monkeypatch.setattr('mmrmt.utils.amp.cpu_features', lambda: AMX)
+    amp_autocast = import_tool('demo/image_demo.py').amp_autocast
     model = torch.nn.Linear(4, 4)
-    with amp_autocast(model, 'cpu') as inside:
+    with amp_autocast(model, 'cpu', 'autocast') as inside:
         assert inside(torch.ones(2, 4)).dtype == torch.bfloat16
     with amp_autocast(model, 'cpu', 'bf32') as inside:
         assert inside(torch.ones(2, 4)).dtype == torch.float32

@@ -1,14 +1,9 @@
 """Convert an mmrmt model with mmdeploy (onnxruntime backend) and check the graph against torch.
 
-What mmdeploy's ``tools/deploy.py`` does for onnxruntime (``torch2onnx``),
-made right for torch 2.14 and our models: the TorchScript exporter selected,
-mmrmt's RoIAlign symbolic, exact adaptive pooling and mmdet's two-stage
-post-processing registered (``mmrmt/deployment/mmdeploy/rewriters.py``); a
-detector's IMAGE must fill the graph's input (mmdeploy clips boxes to the
-padded input, torch to the image). The graph is then run through
-mmdeploy's onnxruntime backend model and the PyTorch model on IMAGE; it is
-written to WORK_DIR only if their predictions agree (see docs/deployment.md).
-Needs the mmdeploy extra (``make setup`` installs it).
+mmdeploy's ``tools/deploy.py`` ``torch2onnx`` for onnxruntime, made right for torch 2.14 and our models
+(``mmrmt/deployment/mmdeploy/rewriters.py``); the graph is written to WORK_DIR only if its predictions on IMAGE,
+which must fill a detector's input, agree with torch's (docs/deployment.md). Needs the mmdeploy extra (``make
+setup``).
 
 Example::
 

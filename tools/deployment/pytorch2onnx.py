@@ -18,7 +18,7 @@ Examples::
 import argparse
 import importlib.util
 import os.path as osp
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from mmengine.config import Config
@@ -32,13 +32,9 @@ from mmrmt.utils import (INIT_SEED, PreflightError, add_cfg_options, apply_cfg_o
                          build_seeded_model, check_new_file, read_config, read_run_checkpoint, run_main)
 
 DEPLOY_HINT = 'install the deploy extra: pip install -e ".[deploy]"'
-#: --verify's default bound on |difference| / max|value| per --precision: one threshold for every
-#: model and CPU, set between the format's rounding and a wrong op (>= 1e-2 of the largest value),
-#: not a rounding bound of one model (the tests derive theirs from float64 per model:
-#: tests/helpers/runtime_bounds.py). float32: the graph's sums round as torch's do, to 2^-24 each,
-#: in another order; 1e-4 is 1,678 such roundings of the largest value. bf16 keeps 8 significant
-#: bits: 2^-8 per rounded GEMM / conv input, adding up like a random walk over ~100 such layers,
-#: 2^-8 * sqrt(100) = 4e-2.
+#: --verify's default bound on |difference| / max|value| per --precision (why: --tolerance's help): one threshold
+#: for every model and CPU, not a rounding bound of one model (the tests derive theirs from float64 per model:
+#: tests/helpers/runtime_bounds.py).
 DEFAULT_TOLERANCE = {'f32': 1e-4, 'bf16': 5e-2}
 
 
@@ -77,26 +73,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def check_output_file(args: argparse.Namespace) -> None:
-    """Fail unless ``--out`` can be written in an existing folder without replacing a file unasked,
-    and is none of the inputs."""
-    path = args.out
-    check_new_file(path, '--out', args.force, inputs=[('--weights', args.weights), ('the config', args.config)])
-    folder = osp.dirname(osp.abspath(path))
-    if not osp.isdir(folder):
-        raise PreflightError(f'the folder of --out does not exist: {folder}')
-
-
-def check_modules(names: Sequence[str]) -> None:
-    for name in names:
-        if importlib.util.find_spec(name) is None:
-            raise PreflightError(f'{name} is not installed; {DEPLOY_HINT}')
-
-
 def preflight(args: argparse.Namespace) -> Config:
     """Check every input before anything is built (``args.checkpoint``: ``--weights`` as read); return the config."""
     cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
-    check_output_file(args)
+    check_new_file(args.out, '--out', args.force, inputs=[('--weights', args.weights), ('the config', args.config)])
+    if not osp.isdir(osp.dirname(osp.abspath(args.out))):
+        raise PreflightError(f'the folder of --out does not exist: {osp.dirname(osp.abspath(args.out))}')
     args.checkpoint = None if args.weights is None else read_run_checkpoint(args.weights, '--weights checkpoint')
     if args.weights is not None and args.checkpoint is None:
         raise PreflightError(f'--weights {args.weights}: give a local file or an http(s) URL')
@@ -117,7 +99,9 @@ def preflight(args: argparse.Namespace) -> Config:
         check_opset(args.exporter, args.opset)
     except ValueError as error:
         raise PreflightError(str(error)) from None
-    check_modules(['onnx', *(['onnxscript'] if args.exporter == 'dynamo' else [])])
+    for module in ['onnx', *(['onnxscript'] if args.exporter == 'dynamo' else [])]:
+        if importlib.util.find_spec(module) is None:
+            raise PreflightError(f'{module} is not installed; {DEPLOY_HINT}')
     if args.verify:
         check_runtime(args.runtime, args.precision)
     elif (args.runtime, args.precision) != ('onnxruntime', 'f32'):
@@ -129,14 +113,9 @@ def preflight(args: argparse.Namespace) -> Config:
 
 
 def build_model(cfg: Config, checkpoint: Optional[dict], weights: str = '--weights') -> torch.nn.Module:
-    """The config's model on the CPU in eval mode, BN for SyncBN, with ``checkpoint`` (read from the file
-    ``weights``) loaded strictly.
-
-    Without ``checkpoint``: the initialisation a training run starts from, but
-    for the backbone's pretrained checkpoint (nothing is downloaded), drawn
-    from seed :data:`INIT_SEED`: two exports of one config hold the same
-    weights (so that their outputs can be compared).
-    """
+    """The config's model on the CPU in eval mode, with ``checkpoint`` (read from the file ``weights``) loaded
+    strictly; without it, initialised as a training run starts but for the backbone's pretrained file, from seed
+    :data:`INIT_SEED` (two exports of one config hold the same weights, so that their outputs compare)."""
     cfg.model.backbone.pop('init_cfg', None)
     if checkpoint is None:
         return build_seeded_model(cfg)
