@@ -49,8 +49,6 @@ def rows() -> List[Row]:
         ('deployment/profile_onnx.py', ['{onnx_cut}'], 'is not a complete ONNX model (truncated'),
         ('misc/demo.py', ['--work-dir', 'work', '--cfg-options', 'train_cfg.max_iters=0'],
          '--cfg-options: train_cfg.max_iters must be an int >= 1, got 0'),
-        ('deployment/quantize_onnx.py', ['{onnx_whole}', '--config', '{det}', '--out', 'int8.onnx', '--images',
-                                         '{no_images}'], 'holds no .jpg, .jpeg, .png or .bmp file'),
         ('deployment/pytorch2onnx.py', ['{det}', '--shape', '64', '64', '--batch', '4', '--images-per-run', '3',
                                         '--out', 'm.onnx'], 'give a positive divisor of --batch 4'),
     ] + inputs_never_outputs() + bounded_inputs()
@@ -130,10 +128,6 @@ def bounded_inputs() -> List[Row]:
          '--runtime and --precision choose where --verify runs the file: add --verify'),
         ('deployment/pytorch2onnx.py', ['{cascade}', '--shape', '64', '96', '--dynamic', '--out', 'm.onnx'],
          'a Cascade R-CNN graph exports at a fixed size only'),
-        ('deployment/pytorch2onnx.py', [*onnx, '--exporter', 'dynamo', '--opset', '11'],
-         'the dynamo exporter writes opsets 18 to 20, got --opset 11; --exporter torchscript writes it'),
-        ('deployment/pytorch2onnx.py', [*onnx, '--opset', '10'],
-         'the torchscript exporter writes opsets 11 to 20, got --opset 10'),
         ('deployment/pytorch2onnx.py', ['{det}', '--shape', '16', '64', '--dynamic', '--out', 'm.onnx'],
          '--shape must be at least 64 (H W) with --dynamic, got 16 64'),
         ('deployment/quantize_onnx.py', [*quantize, '--images', 'none'], '--images folder not found: none'),
@@ -203,7 +197,7 @@ def bad(tmp_path_factory) -> Dict[str, str]:
     graphs.mkdir()
     whole_graph = matmul_graph(graphs / 'whole.onnx', output='seg_logits').read_bytes()
     (graphs / 'cut.onnx').write_bytes(whole_graph[:len(whole_graph) // 2])
-    paths.update(onnx_cut=graphs / 'cut.onnx', onnx_whole=graphs / 'whole.onnx', no_images=graphs,
+    paths.update(onnx_cut=graphs / 'cut.onnx', onnx_whole=graphs / 'whole.onnx',
                  onnx_backbone=matmul_graph(graphs / 'backbone.onnx'),
                  onnx_two_stage_masks=two_stage_like_graph(graphs / 'mask_rcnn.onnx', masks=True))
     for name, make in {'lock_fifo': os.mkfifo, 'lock_folder': os.mkdir}.items():
