@@ -15,13 +15,12 @@ mmrmt is deliberately not among them: our tools and the configs'
 guard installed by that import is tested as users get it.
 
 Protocol, one JSON object per line: the client writes ``{"argv": [...],
-"cwd": ..., "env": {...}, "stdout": path, "stderr": path}``; the server
-answers ``{"pid": N}`` when the child starts and ``{"returncode": N}`` when
-it ends (negative: killed by that signal, as :mod:`subprocess` reports it).
-The first line the server writes is ``{"ready": [...], "printed": TEXT}``,
-the modules it imported and what importing them printed to stdout (kept off
-the protocol's stream: onedl-mmdetection prints a line when its datasets are
-imported; a child does not repeat it); it ends when its stdin closes.
+"cwd": ..., "env": {...}, "stdout": path, "stderr": path, "timeout": seconds}``;
+the server answers ``{"returncode": N}`` when the child ends (negative: killed
+by that signal, as :mod:`subprocess` reports it; null: killed at its timeout).
+What importing the libraries prints to stdout is dropped (onedl-mmdetection
+prints a line when its datasets are imported; a child does not repeat it); the
+server ends when its stdin closes.
 """
 import atexit
 import contextlib
@@ -30,6 +29,8 @@ import json
 import os
 import random
 import runpy
+import select
+import signal
 import sys
 from importlib import import_module
 from typing import List
@@ -40,16 +41,6 @@ from typing import List
 PRELOADED = ('numpy', 'torch', 'torchvision', 'timm', 'mmengine.runner', 'mmcv.ops', 'mmdet.models', 'mmdet.apis',
              'mmdet.datasets', 'mmdet.evaluation', 'mmseg.models', 'mmseg.apis', 'mmseg.datasets',
              'mmseg.evaluation', 'onnx', 'onnxscript', 'torch.onnx', 'torch.export')
-
-
-def exit_code(exited: SystemExit) -> int:
-    """The status ``python`` exits with for an uncaught ``SystemExit``."""
-    if exited.code is None:
-        return 0
-    if isinstance(exited.code, int):
-        return exited.code
-    print(exited.code, file=sys.stderr)
-    return 1
 
 
 def redirect_streams(stdout: str, stderr: str) -> None:
@@ -89,8 +80,10 @@ def run_child(argv: List[str], cwd: str, env: dict, stdout: str, stderr: str) ->
         try:
             runpy.run_path(script, run_name='__main__')
             code = 0
-        except SystemExit as exited:
-            code = exit_code(exited)
+        except SystemExit as exited:  # as python exits: None is 0, an int itself, anything else printed and 1
+            code = exited.code if isinstance(exited.code, int) else int(exited.code is not None)
+            if code == 1 and not isinstance(exited.code, int):
+                print(exited.code, file=sys.stderr)
         except BaseException as uncaught:  # noqa: B902  (Python hands it to sys.excepthook from the script's frame on,
             frames = uncaught.__traceback__  # status 1)
             while frames is not None and frames.tb_frame.f_code.co_filename != script:
@@ -108,23 +101,26 @@ def run_child(argv: List[str], cwd: str, env: dict, stdout: str, stderr: str) ->
 
 
 def serve() -> None:
-    channel, printed = sys.stdout, io.StringIO()
-    with contextlib.redirect_stdout(printed):
+    with contextlib.redirect_stdout(io.StringIO()):
         for name in PRELOADED:
             import_module(name)
     assert 'mmrmt' not in sys.modules, 'a preloaded library imported mmrmt'
     threads = os.listdir('/proc/self/task')
     assert len(threads) == 1, f'the preloaded libraries started {len(threads) - 1} threads: a fork would break them'
-    print(json.dumps({'ready': list(PRELOADED), 'printed': printed.getvalue()}), file=channel, flush=True)
     for line in sys.stdin:
         request = json.loads(line)
+        timeout = request.pop('timeout')
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             run_child(**request)
-        print(json.dumps({'pid': pid}), file=channel, flush=True)
+        child = os.pidfd_open(pid)
+        ended = select.select([child], [], [], timeout)[0]
+        os.close(child)
+        if not ended:
+            os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
-        print(json.dumps({'returncode': os.waitstatus_to_exitcode(status)}), file=channel, flush=True)
+        print(json.dumps({'returncode': os.waitstatus_to_exitcode(status) if ended else None}), flush=True)
 
 
 if __name__ == '__main__':

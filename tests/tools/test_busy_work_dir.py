@@ -1,8 +1,8 @@
 """A work dir belongs to one run at a time, through our tools/train.py and
 through mmdet's own: a second training into a work dir in use ends with one
 line naming the running one and writes nothing, the running one finishes
-normally; a killed run's claim blocks nobody (the ranks of a distributed run refused a work dir:
-tests/test_engine/test_work_dir_claim_ranks.py)."""
+normally (a killed run's claim blocks nobody: tests/test_run_claim.py; the ranks of a distributed run
+refused a work dir: tests/test_engine/test_work_dir_claim_ranks.py)."""
 import os
 import signal
 import socket
@@ -15,15 +15,9 @@ from typing import List
 import pytest
 
 from mmrmt.engine.own_work_dir_runner import LOCK_FILE
-from tool_process import DET_CONFIG, REPO, check_ok, det_data_options, library_train_script, run_script, tool_env
+from tool_process import DET_CONFIG, REPO, det_data_options, library_train_script, run_script, tool_env
 
 TRAIN_SCRIPTS = {'ours': REPO / 'tools' / 'train.py', 'mmdet': library_train_script('mmdet')}
-
-
-def train_args(work_dir: Path, demo_root: Path, max_iters: int = 4) -> List[str]:
-    return [str(DET_CONFIG), '--work-dir', str(work_dir), '--cfg-options',
-            'train_cfg.val_interval=100', f'train_cfg.max_iters={max_iters}',
-            *det_data_options(demo_root)]
 
 
 def start_until_locked(script: Path, args: List[str], log: Path) -> subprocess.Popen:
@@ -48,7 +42,8 @@ def timestamp_folders(work_dir: Path) -> List[str]:
 @pytest.mark.parametrize('launcher', ['ours', 'mmdet'])
 def test_second_training_into_a_busy_work_dir_refuses(launcher, demo_root, tmp_path):
     script, work_dir = TRAIN_SCRIPTS[launcher], tmp_path / 'work_dir'
-    args = train_args(work_dir, demo_root)
+    args = [str(DET_CONFIG), '--work-dir', str(work_dir), '--cfg-options', 'train_cfg.val_interval=100',
+            'train_cfg.max_iters=4', *det_data_options(demo_root)]
     first = start_until_locked(script, args, tmp_path / 'first.log')
     os.kill(first.pid, signal.SIGSTOP)  # the first run holds the lock until the second is done
     try:
@@ -67,15 +62,3 @@ def test_second_training_into_a_busy_work_dir_refuses(launcher, demo_root, tmp_p
     assert refusal.endswith(f'{script} {" ".join(args)}); wait for it to end, or choose '
                             'another --work-dir')
     assert len(timestamp_folders(work_dir)) == 1  # the second run wrote no log folder
-
-
-def test_the_claim_of_a_killed_run_blocks_nobody(demo_root, tmp_path):
-    script, work_dir = TRAIN_SCRIPTS['ours'], tmp_path / 'work_dir'
-    killed = start_until_locked(script, train_args(work_dir, demo_root), tmp_path / 'killed.log')
-    killed.kill()
-    killed.wait()
-    assert (work_dir / LOCK_FILE).exists()
-
-    result = run_script(script, train_args(work_dir, demo_root, max_iters=2))
-    check_ok(result)
-    assert (work_dir / 'iter_2.pth').is_file() and not (work_dir / LOCK_FILE).exists()

@@ -81,10 +81,14 @@ def pickled_code(tmp_path) -> Tuple[Path, Path]:
     return save_pickle_payload(tmp_path / 'pickled_code.pth', marker), marker
 
 
-def assert_refused_in_last_line(result, checkpoint: Path, marker: Path) -> None:
-    """A launcher not ours ended with status 1 in a traceback of CheckpointRefusedError whose last line
-    names the file, the reason and the fix; the payload never ran."""
+def assert_library_refused(library: str, result, checkpoint: Path, marker: Path) -> None:
+    """The payload never ran, and mmdet's or mmseg's own tool ended with status 1 in a traceback of
+    CheckpointRefusedError whose last line names the file, the reason and the fix; mmseg's, where it cannot
+    read our configs (the forks: ``MMSEG_TOOLS_READ_OUR_CONFIGS``), stopped at the config, before reading
+    any checkpoint."""
     assert not marker.exists(), 'the pickle payload ran'
+    if library == 'mmseg' and not MMSEG_TOOLS_READ_OUR_CONFIGS:
+        return assert_mmseg_tools_stop(result)
     assert result.returncode == 1, result.stderr[-3000:]
     error, _, message = result.stderr.strip().splitlines()[-1].partition(': ')
     assert error == 'mmrmt.checkpoint.weights_only.CheckpointRefusedError'
@@ -93,56 +97,26 @@ def assert_refused_in_last_line(result, checkpoint: Path, marker: Path) -> None:
     assert 'weights_only' not in message.replace(str(checkpoint), '')  # not torch's advice to turn the safety off
 
 
-def assert_library_refused(library: str, result, checkpoint: Path, marker: Path) -> None:
-    """mmdet's or mmseg's own tool refused the checkpoint (:func:`assert_refused_in_last_line`);
-    mmseg's, where it cannot read our configs (the forks: ``MMSEG_TOOLS_READ_OUR_CONFIGS``), stopped at
-    the config, before reading any checkpoint."""
-    if library == 'mmseg' and not MMSEG_TOOLS_READ_OUR_CONFIGS:
-        assert not marker.exists(), 'the pickle payload ran'
-        assert_mmseg_tools_stop(result)
-    else:
-        assert_refused_in_last_line(result, checkpoint, marker)
+#: mmdet's and mmseg's own tools given a checkpoint: (library, script, how the checkpoint is given).
+LIBRARY_READS = [(library, 'train.py', how) for library in ('mmdet', 'mmseg') for how in ('load_from', 'init_cfg')] + [
+    ('mmdet', 'train.py', '--resume'), ('mmdet', 'test.py', 'CHECKPOINT'), ('mmseg', 'test.py', 'CHECKPOINT')]
 
 
-@pytest.mark.parametrize('library,config,data_options', [
-    ('mmdet', DET_CONFIG, det_data_options),
-    ('mmseg', SEG_CONFIG, seg_data_options),
-])
-@pytest.mark.parametrize('option', ['load_from', 'model.init_cfg'])
-def test_library_train_script_refuses_a_pickle_payload(library, config, data_options, option, pickled_code,
-                                                       demo_root, tmp_path):
-    """mmdet's and mmseg's own train.py, the checkpoint given as ``load_from`` or as the model's
-    ``init_cfg=dict(type='Pretrained')`` (mmengine's PretrainedInit)."""
+@pytest.mark.parametrize('library,script,how', LIBRARY_READS)
+def test_library_tools_refuse_a_pickle_payload(library, script, how, pickled_code, demo_root, tmp_path):
+    """mmdet's and mmseg's own train.py, the checkpoint given as ``load_from``, as the model's
+    ``init_cfg=dict(type='Pretrained')`` (mmengine's PretrainedInit) or to ``--resume``, and their test.py."""
     checkpoint, marker = pickled_code
-    settings = ([f'load_from={checkpoint}'] if option == 'load_from' else
-                ['model.init_cfg.type=Pretrained', f'model.init_cfg.checkpoint={checkpoint}'])
-    result = run_script(library_train_script(library), [config, '--work-dir', tmp_path / 'work', '--cfg-options',
-                                                        *settings, *data_options(demo_root)])
+    config, data_options = (DET_CONFIG, det_data_options) if library == 'mmdet' else (SEG_CONFIG, seg_data_options)
+    given = {'load_from': ([], [f'load_from={checkpoint}']), '--resume': (['--resume', checkpoint], []),
+             'init_cfg': ([], ['model.init_cfg.type=Pretrained', f'model.init_cfg.checkpoint={checkpoint}']),
+             'CHECKPOINT': ([checkpoint], [])}
+    before, settings = given[how]
+    result = run_script(library_train_script(library).with_name(script), [
+        config, *before, '--work-dir', tmp_path / 'work', '--cfg-options', *settings, *data_options(demo_root)])
     assert_library_refused(library, result, checkpoint, marker)
-    if option == 'load_from':  # read before the runner makes anything (init_cfg's file is read at training)
+    if how != 'init_cfg':  # read before the runner makes anything (init_cfg's file is read at training)
         assert not (tmp_path / 'work').exists()
-
-
-def test_mmdet_train_script_resume_refuses_a_pickle_payload(pickled_code, demo_root, tmp_path):
-    checkpoint, marker = pickled_code
-    result = run_script(library_train_script('mmdet'), [DET_CONFIG, '--work-dir', tmp_path / 'work', '--resume',
-                                                        checkpoint, '--cfg-options', *det_data_options(demo_root)])
-    assert_refused_in_last_line(result, checkpoint, marker)
-    assert not (tmp_path / 'work').exists()
-
-
-@pytest.mark.parametrize('library,config,data_options', [
-    ('mmdet', DET_CONFIG, det_data_options),
-    ('mmseg', SEG_CONFIG, seg_data_options),
-])
-def test_library_test_script_refuses_a_pickle_payload(library, config, data_options, pickled_code, demo_root,
-                                                      tmp_path):
-    checkpoint, marker = pickled_code
-    script = library_train_script(library).with_name('test.py')
-    result = run_script(script, [config, checkpoint, '--work-dir', tmp_path / 'work', '--cfg-options',
-                                 *data_options(demo_root)])
-    assert_library_refused(library, result, checkpoint, marker)
-    assert not (tmp_path / 'work').exists()
 
 
 @pytest.mark.parametrize('tool', ['train.py', 'test.py'])

@@ -1,6 +1,6 @@
 """``--compile`` in tools/test.py, demo/image_demo.py and benchmark.py: compiled outputs equal eager's
-within float32's bound, a second run in a fresh process takes Inductor's code from its on-disk cache
-instead of compiling again, and bad settings are one line before anything is built or written.
+within float32's bound, and a second run in a fresh process takes Inductor's code from its on-disk cache
+instead of compiling again (bad --compile-options are one line: tests/test_utils/test_compile_options.py).
 
 Compiling is slow on a CPU (the tiny Mask R-CNN's backbone and neck: about 2 minutes on one thread, less
 where Inductor's cache already holds some of its kernels), so the tools share one Inductor cache
@@ -25,7 +25,7 @@ from mmrmt.utils import read_config
 from mmrmt.utils.model_from_config import build_cpu_model
 from helpers.rounding import two_implementations
 from helpers.runtime_bounds import layer_count, longest_reduction
-from tool_process import DET_CONFIG, check_ok, det_data_options, exit_message, run_tool
+from tool_process import DET_CONFIG, check_ok, det_data_options, run_tool
 
 IMAGE_DEMO = '../demo/image_demo.py'  # run_tool runs scripts relative to tools/
 BENCHMARK = 'analysis_tools/benchmark.py'
@@ -138,22 +138,3 @@ def test_benchmark_has_compiled_rows_beside_eager_ones(compiled_test_runs, induc
     assert [label for label, _ in rows] == ['default', 'default compiled'] and rows[0][1] == '1.00'
     assert summary(result.stdout)['compilations'] >= 2
     assert '# default compiled (infer): torch.compile: backbone and neck compiled in ' in result.stdout
-
-
-@pytest.mark.parametrize('tool, args, message', [
-    ('test.py', ['--compile', '--compile-options', 'freezin=True'],
-     f"--compile-options freezin=True: torch {torch.__version__} Inductor has no option 'freezin'; "
-     'did you mean freezing?'),
-    (IMAGE_DEMO, ['--compile', '--compile-options', 'max_autotune=3'],
-     '--compile-options max_autotune=3: max_autotune takes a bool, got 3 (int)'),
-])
-def test_bad_compile_settings_are_one_line_before_anything_is_written(tool, args, message, tmp_path, monkeypatch,
-                                                                      capsys):
-    """Judged first: before the checkpoint (here none), the images, the work dir or the output folder."""
-    out = tmp_path / 'out'
-    if tool == 'test.py':
-        args = [DET_CONFIG, tmp_path / 'iter_4.pth', '--work-dir', out, *args]
-    else:
-        args = [tmp_path / 'images', DET_CONFIG, '--out-dir', out, '--device', 'cpu', *args]
-    assert exit_message(tool, args, monkeypatch, capsys) == f'error: {message}'
-    assert list(tmp_path.iterdir()) == []

@@ -44,14 +44,6 @@ def last_line(result) -> str:
     return result.stderr.strip().splitlines()[-1]
 
 
-def test_test_onnx_reports_the_test_metrics(graphs, demo_root, tmp_path):
-    result = run_tool([TEST_ONNX, DET_CONFIG, graphs / 'det.onnx', '--work-dir', tmp_path,
-                       '--cfg-options', *det_data_options(demo_root)], timeout=900)
-    check_ok(result)
-    metrics = re.search(r'^\S+det\.onnx in onnxruntime: (.+)$', result.stdout, re.M).group(1)
-    assert re.match(r'coco/bbox_mAP -?[\d.]+, coco/bbox_mAP_50 .+, coco/segm_mAP -?[\d.]+', metrics), metrics
-
-
 def test_quantize_a_backbone_on_a_folder_of_images_skipping_a_corrupt_one(graphs, demo_root, tmp_path, monkeypatch,
                                                                           capsys):
     images, out = tmp_path / 'images', tmp_path / 'int8.onnx'
@@ -144,12 +136,13 @@ print('children left:', len(multiprocessing.active_children()))
 """
 
 
-def test_test_onnx_shuts_its_loader_workers_down_before_it_returns(graphs, demo_root, tmp_path):
-    """mmdet's and mmseg's configs keep their test loader's workers (persistent_workers=True). Left alive
-    until the interpreter exits, their shutdown came after OpenVINO's int8 model had gone and test_onnx.py
-    segfaulted (exit 139, after printing the metrics: AMD Zen 4, the demo's int8 graph); they are shut
-    down when the evaluation ends. (Run in a child: loader workers forked inside a test process would
-    leave torch's SIGCHLD handler there, which crashed later tests' subprocesses.)"""
+def test_test_onnx_reports_the_test_metrics_and_shuts_its_loader_workers_down(graphs, demo_root, tmp_path):
+    """The graph's test metrics, printed on one line. mmdet's and mmseg's configs keep their test loader's
+    workers (persistent_workers=True). Left alive until the interpreter exits, their shutdown came after
+    OpenVINO's int8 model had gone and test_onnx.py segfaulted (exit 139, after printing the metrics: AMD
+    Zen 4, the demo's int8 graph); they are shut down when the evaluation ends. (Run in a child: loader
+    workers forked inside a test process would leave torch's SIGCHLD handler there, which crashed later
+    tests' subprocesses.)"""
     script = tmp_path / 'main_then_children.py'
     script.write_text(MAIN_THEN_CHILDREN)
     result = run_script(script, [REPO / 'tools' / TEST_ONNX, DET_CONFIG, graphs / 'det.onnx', '--work-dir',
@@ -157,5 +150,6 @@ def test_test_onnx_shuts_its_loader_workers_down_before_it_returns(graphs, demo_
                                  'test_dataloader.num_workers=1', 'test_dataloader.persistent_workers=True'],
                         timeout=900)
     check_ok(result)
-    assert re.search(r'det\.onnx in onnxruntime: coco/bbox_mAP', result.stdout)
+    metrics = re.search(r'^\S+det\.onnx in onnxruntime: (.+)$', result.stdout, re.M).group(1)
+    assert re.match(r'coco/bbox_mAP -?[\d.]+, coco/bbox_mAP_50 .+, coco/segm_mAP -?[\d.]+', metrics), metrics
     assert result.stdout.strip().splitlines()[-1] == 'children left: 0', result.stdout[-2000:]

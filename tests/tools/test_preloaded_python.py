@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tool_process import REPO, run_script, run_tool
+from tool_process import REPO, run_script
 
 PROBE = '''
 import atexit, json, os, random, sys
@@ -59,14 +59,6 @@ def test_exit_status_and_messages_equal_a_fresh_interpreter_s(tmp_path, body, st
     assert forked.returncode == fresh.returncode == status
     assert forked.stdout == fresh.stdout == ''
     assert forked.stderr == fresh.stderr
-
-
-def test_a_tool_s_refusal_is_the_same_forked_and_fresh(tmp_path):
-    args = ['train.py', tmp_path / 'missing.py', '--work-dir', tmp_path / 'work']
-    forked, fresh = run_tool(args), run_tool(args, fresh=True)
-    assert forked.returncode == fresh.returncode != 0
-    assert (forked.stdout, forked.stderr) == (fresh.stdout, fresh.stderr)
-    assert forked.stderr.startswith('error: ') and forked.stderr.count('\n') == 1
 
 
 def test_a_run_past_its_timeout_is_killed_and_the_next_one_runs(tmp_path):

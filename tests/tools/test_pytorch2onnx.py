@@ -42,23 +42,6 @@ def test_two_stage_export_at_mmdeploys_opset_says_its_exact_roi_side(tmp_path, c
     assert [entry.version for entry in model.opset_import if entry.domain in ('', 'ai.onnx')] == [opset]
 
 
-def test_backbone_only_export_with_weights_and_force(tmp_path, capsys):
-    """A fixed-size backbone export overwrites a file with --force and loads the given weights."""
-    out = tmp_path / 'backbone.onnx'
-    out.write_bytes(b'old')
-    cfg = pytorch2onnx.preflight(pytorch2onnx.parse_args([str(DET_CONFIG), '--shape', '64', '64', '--out',
-                                                          str(out), '--force']))
-    weights = tmp_path / 'weights.pth'
-    torch.save({'state_dict': pytorch2onnx.build_model(cfg, None).state_dict()}, weights)
-    pytorch2onnx.main([str(DET_CONFIG), '--weights', str(weights), '--shape', '64', '64', '--backbone-only',
-                       '--out', str(out), '--force', '--verify'])
-    printed = capsys.readouterr().out
-    assert f'wrote {out}' in printed and 'fixed backbone graph' in printed
-    assert 'random 64x64' in printed and 'demo picture 64x64' in printed
-    assert out.read_bytes()[:3] != b'old'
-    assert sorted(path.name for path in tmp_path.iterdir()) == ['backbone.onnx', 'weights.pth']
-
-
 def test_benchmark_times_the_exported_file_beside_torch(tmp_path, capsys):
     out = tmp_path / 'backbone.onnx'
     assert f'wrote {out}' in export([DET_CONFIG, '--shape', 64, 64, '--dynamic', '--backbone-only', '--out', out],
@@ -72,11 +55,21 @@ def test_benchmark_times_the_exported_file_beside_torch(tmp_path, capsys):
     assert f'tensor mode in torch and {out} in onnxruntime' in result.stdout
 
 
-def test_fixed_size_export_takes_a_batch_and_benchmark_checks_it(tmp_path, capsys):
-    """--batch fixes the graph's batch; benchmark.py refuses another batch in one line, before timing."""
+def test_fixed_size_backbone_export_with_weights_force_and_a_batch(tmp_path, capsys):
+    """A fixed-size backbone export overwrites a file with --force and loads the given weights; --batch fixes
+    the graph's batch, and benchmark.py refuses another batch in one line, before timing."""
     out = tmp_path / 'backbone.onnx'
-    assert 'random 64x64' in export([DET_CONFIG, '--shape', 64, 64, '--batch', 3, '--backbone-only', '--out', out,
-                                     '--verify'], capsys)
+    out.write_bytes(b'old')
+    cfg = pytorch2onnx.preflight(pytorch2onnx.parse_args([str(DET_CONFIG), '--shape', '64', '64', '--out',
+                                                          str(out), '--force']))
+    weights = tmp_path / 'weights.pth'
+    torch.save({'state_dict': pytorch2onnx.build_model(cfg, None).state_dict()}, weights)
+    printed = export([DET_CONFIG, '--weights', weights, '--shape', 64, 64, '--batch', 3, '--backbone-only', '--out',
+                      out, '--force', '--verify'], capsys)
+    assert f'wrote {out}' in printed and 'fixed backbone graph' in printed
+    assert 'random 64x64' in printed and 'demo picture 64x64' in printed
+    assert out.read_bytes()[:3] != b'old'
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['backbone.onnx', 'weights.pth']
     image = onnx.load(str(out), load_external_data=False).graph.input[0]
     assert [dim.dim_value for dim in image.type.tensor_type.shape.dim] == [3, 3, 64, 64]
     result = run_tool(['analysis_tools/benchmark.py', '--backbone', 'rmt-t', '--batch', 2, '--shape', 64, 64,

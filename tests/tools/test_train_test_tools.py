@@ -1,7 +1,8 @@
 """tools/train.py trains detection and segmentation configs and writes
 checkpoints; tools/test.py evaluates them with the configs' metrics (both
-runs are the shared fixtures of conftest.py); a reshaped checkpoint is refused in one line unless
---allow-partial-load loads what the refusal names; missing data is named before the run."""
+runs are the shared fixtures of conftest.py), building the model once and reading its checkpoint once
+(a reshaped checkpoint and missing data are refused in one line: tests/test_utils/test_run_checkpoint.py,
+test_preflight.py)."""
 import pickle
 import sys
 from typing import Callable
@@ -12,7 +13,7 @@ from mmengine.registry import MODELS
 from PIL import Image
 
 from helpers.tool_modules import import_tool
-from tool_process import DET_CONFIG, check_ok, det_data_options, exit_message, load_checkpoint, metric, run_tool
+from tool_process import DET_CONFIG, det_data_options, load_checkpoint, metric
 
 
 def test_train_writes_detection_checkpoints(det_work_dir):
@@ -65,29 +66,3 @@ def test_test_builds_the_model_once_and_reads_its_checkpoint_once(det_work_dir, 
     assert builds.count('MaskRCNN') == 1 and reads.count(str(checkpoint)) == 1
     weights = load_checkpoint(checkpoint)['state_dict']
     assert tested[0].keys() == weights.keys() and all(torch.equal(tested[0][key], weights[key]) for key in weights)
-
-
-def test_reshaped_weights_are_refused_unless_partial_load_is_allowed(det_work_dir, demo_root, tmp_path, monkeypatch,
-                                                                     capsys):
-    trained = load_checkpoint(det_work_dir / 'iter_4.pth')
-    trained['state_dict']['roi_head.bbox_head.fc_cls.weight'] = torch.zeros(11, 32)
-    path = tmp_path / 'ten_classes.pth'
-    torch.save(trained, path)
-    args = [DET_CONFIG, '--work-dir', tmp_path / 'w', '--cfg-options', 'train_cfg.max_iters=1',
-            'train_cfg.val_interval=100', f'load_from={path}', *det_data_options(demo_root)]
-    message = exit_message('train.py', args, monkeypatch, capsys)
-    assert message.startswith(
-        f'error: load_from checkpoint {path} does not fit the model of {DET_CONFIG}: 1 tensors '
-        'differ in shape (roi_head.bbox_head.fc_cls.weight: file (11, 32) vs model (4, 32)). ')
-    assert not (tmp_path / 'w').exists()
-    check_ok(run_tool(['train.py', *args, '--allow-partial-load']))
-    assert (tmp_path / 'w' / 'iter_1.pth').is_file()
-
-
-def test_missing_annotation_file(det_work_dir, demo_root, tmp_path, monkeypatch, capsys):
-    checkpoint = det_work_dir / 'iter_4.pth'  # fits the model, so the data check is what fails
-    message = exit_message('test.py', [DET_CONFIG, checkpoint, '--work-dir', tmp_path / 'w', '--cfg-options',
-                                       f'test_dataloader.dataset.data_root={demo_root}/coco/',
-                                       'test_dataloader.dataset.ann_file=missing.json'], monkeypatch, capsys)
-    assert message.startswith(f'error: annotation file of test_dataloader not found: {demo_root}/coco/missing.json ')
-    assert not (tmp_path / 'w').exists()

@@ -4,15 +4,13 @@ import json
 import os
 import re
 import runpy
-import select
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 from importlib import import_module
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import pytest
 
@@ -29,80 +27,35 @@ def tool_env() -> dict:
     return dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1', PYTHON=sys.executable)
 
 
-class PreloadedPython:
-    """A ``tests/tools/preloaded_python.py`` server: runs ``python SCRIPT ARGS``
-    in a child forked from an interpreter that has the heavy libraries
-    imported (see that file for what a child gets, and what not)."""
-
-    def __init__(self, env: dict) -> None:
-        self.env = env
-        self.log = tempfile.TemporaryFile()
-        self.process = subprocess.Popen([sys.executable, str(Path(__file__).with_name('preloaded_python.py'))],
-                                        cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.log)
-        self.pending = b''
-        assert 'ready' in self.reply(timeout=300), 'the preloaded interpreter did not start'
-        self.log.seek(0)
-        printed = self.log.read().decode()
-        assert not printed, f'importing the preloaded libraries printed:\n{printed}'
-
-    def reply(self, timeout: Optional[float]) -> dict:
-        """The server's next line; ``{}`` when none came within ``timeout`` seconds."""
-        out = self.process.stdout.fileno()
-        while b'\n' not in self.pending:
-            if not select.select([out], [], [], timeout)[0]:
-                return {}
-            chunk = os.read(out, 65536)
-            if not chunk:
-                raise RuntimeError(f'the preloaded interpreter exited with status {self.process.wait()}')
-            self.pending += chunk
-        line, self.pending = self.pending.split(b'\n', 1)
-        return json.loads(line)
-
-    def serves(self, env: dict) -> bool:
-        """Whether a run in ``env`` can be forked from this interpreter: the
-        environment it was started with, up to the variables pytest sets per test."""
-        return without_pytest_variables(env) == without_pytest_variables(self.env)
-
-    def run(self, argv: List[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
-        """``subprocess.run([sys.executable, *argv], cwd=REPO, env=env,
-        capture_output=True, text=True, timeout=timeout)``, forked."""
-        with tempfile.TemporaryDirectory() as streams:
-            stdout, stderr = Path(streams, 'stdout'), Path(streams, 'stderr')
-            request = dict(argv=argv, cwd=str(REPO), env=env, stdout=str(stdout), stderr=str(stderr))
-            self.process.stdin.write((json.dumps(request) + '\n').encode())
-            self.process.stdin.flush()
-            pid = self.reply(timeout=60)['pid']
-            ended = self.reply(timeout)
-            if not ended:
-                os.kill(pid, signal.SIGKILL)
-                self.reply(timeout=60)
-                raise subprocess.TimeoutExpired([sys.executable, *argv], timeout, stdout.read_text(),
-                                                stderr.read_text())
-            return subprocess.CompletedProcess([sys.executable, *argv], ended['returncode'],
-                                               stdout.read_text(), stderr.read_text())
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
+#: The tests/tools/preloaded_python.py server of this test process (started on first use), and its environment.
+_preloaded: Optional[Tuple[subprocess.Popen, dict]] = None
 
 
-def without_pytest_variables(env: dict) -> dict:
-    return {name: value for name, value in env.items() if name != 'PYTEST_CURRENT_TEST'}
-
-
-_preloaded: Optional[PreloadedPython] = None
-
-
-def preloaded_python(env: dict) -> Optional[PreloadedPython]:
-    """This test process's preloaded interpreter (started on first use), or
-    None where it cannot serve ``env`` (a variable read on import would be
-    missed: such a run gets a fresh interpreter)."""
+def run_forked(argv: List[str], env: dict, timeout: float) -> Optional[subprocess.CompletedProcess]:
+    """``subprocess.run([sys.executable, *argv], cwd=REPO, env=env, capture_output=True, text=True,
+    timeout=timeout)`` in a child forked from an interpreter that has the heavy libraries imported (see
+    tests/tools/preloaded_python.py for what a child gets, and what not); None where ``env`` is not the
+    environment that interpreter started with, up to the variables pytest sets per test (a variable read
+    on import would be missed: such a run needs a fresh interpreter)."""
     global _preloaded
     if _preloaded is None:
-        _preloaded = PreloadedPython(env)
-        atexit.register(_preloaded.close)
-    return _preloaded if _preloaded.serves(env) else None
+        _preloaded = subprocess.Popen([sys.executable, str(Path(__file__).with_name('preloaded_python.py'))],
+                                      cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE), env
+        atexit.register(_preloaded[0].communicate, timeout=60)
+    server, started = _preloaded
+    if {**started, 'PYTEST_CURRENT_TEST': ''} != {**env, 'PYTEST_CURRENT_TEST': ''}:
+        return None
+    with tempfile.TemporaryDirectory() as streams:
+        stdout, stderr = Path(streams, 'stdout'), Path(streams, 'stderr')
+        request = dict(argv=argv, cwd=str(REPO), env=env, stdout=str(stdout), stderr=str(stderr), timeout=timeout)
+        server.stdin.write((json.dumps(request) + '\n').encode())
+        server.stdin.flush()
+        ended = server.stdout.readline()
+        assert ended, f'the preloaded interpreter exited with status {server.wait()} (its error: stderr)'
+        returncode, command = json.loads(ended)['returncode'], [sys.executable, *argv]
+        if returncode is None:
+            raise subprocess.TimeoutExpired(command, timeout, stdout.read_text(), stderr.read_text())
+        return subprocess.CompletedProcess(command, returncode, stdout.read_text(), stderr.read_text())
 
 
 def run_script(script: Path, args: Sequence[object], timeout: float = 300,
@@ -111,9 +64,9 @@ def run_script(script: Path, args: Sequence[object], timeout: float = 300,
     ``python SCRIPT ARGS`` / ``bash SCRIPT ARGS`` would. A Python script runs
     forked from the preloaded interpreter unless ``fresh`` (a new interpreter)."""
     args, env = [str(arg) for arg in args], tool_env()
-    server = None if fresh or script.suffix == '.sh' else preloaded_python(env)
-    if server is not None:
-        return server.run([str(script), *args], env, timeout)
+    forked = None if fresh or script.suffix == '.sh' else run_forked([str(script), *args], env, timeout)
+    if forked is not None:
+        return forked
     command = ['bash', str(script)] if script.suffix == '.sh' else [sys.executable, str(script)]
     return subprocess.run(command + args, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
