@@ -1,6 +1,6 @@
 """apply_cfg_options: every bad ``--cfg-options`` override is one line naming it and the fix, found
-before anything is built; good ones are merged as mmengine would. (That each tool checks its overrides
-first, one line and nothing written, is tests/tools/test_bad_inputs_probe.py's.)"""
+before anything is built; good ones are merged as mmengine would. (That a tool ends with such a line, exit
+status 1 and nothing written, is tests/tools/test_bad_inputs_probe.py's, one row a tool.)"""
 from pathlib import Path
 
 import pytest

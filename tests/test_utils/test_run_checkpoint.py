@@ -1,6 +1,6 @@
 """The checkpoint a run loads (tools/test.py's CHECKPOINT, load_from, --resume, a Pretrained init_cfg),
-checked before the run: each problem one line naming the file's role, the file and the fix. (That the tools
-end with that line and write nothing is tests/tools/test_bad_inputs_probe.py's.)"""
+checked before the run: each problem one line naming the file's role, the file and the fix. (That a tool ends
+with such a line and writes nothing is tests/tools/test_bad_inputs_probe.py's, one row a tool.)"""
 import pytest
 import torch
 from mmengine.config import Config
