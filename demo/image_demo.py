@@ -82,7 +82,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     compile_options = check_compile(args.compile, args.compile_options, device_type)
     cfg = read_config(args.config)
     if args.weights:
-        read_run_checkpoint(args.weights, '--weights checkpoint')
+        read_run_checkpoint(args.weights, '--weights')
     images = collect_images(args.inputs)
     check_image_bounds(images, args.picture_scale)
     sizes, problems = read_image_sizes(images)

@@ -86,7 +86,7 @@ def test_the_runner_guards_a_loader_registered_after_the_guard(tmp_path, trap, m
 
 
 @pytest.mark.parametrize('content, reason', [
-    (None, '--resume checkpoint not found: {path}'),
+    (None, '--resume {path} does not exist'),
     (b'', '--resume {path} is not a readable PyTorch checkpoint: the file is empty (0 bytes)'),
     (b'junk\n', "--resume {path} is not a readable PyTorch checkpoint: it is neither a zip archive nor a pickle "
                 "(it starts with b'junk\\n')")])
@@ -102,7 +102,7 @@ def test_a_resume_file_that_is_no_checkpoint_is_one_line_before_the_log(content,
 
 
 @pytest.mark.parametrize('name, content, reason', [
-    ('load.pth', None, 'load_from checkpoint not found: {path}'),
+    ('load.pth', None, 'load_from {path} does not exist'),
     ('load.pth', b'', 'load_from {path} is not a readable PyTorch checkpoint: the file is empty (0 bytes)'),
     ('load.safetensors', b'junk\n',
      "load_from {path} is not a readable safetensors file: it has no safetensors header (it starts with b'junk\\n')")])

@@ -66,7 +66,7 @@ def check_pretrained_checkpoints(node: Any, where: str = 'model') -> None:
     """Read now each ``init_cfg=dict(type='Pretrained', checkpoint=...)`` file inside the model config ``node``
     (the run reads them at training, after making its work dir)."""
     if isinstance(node, dict) and node.get('type') == 'Pretrained' and isinstance(node.get('checkpoint'), str):
-        read_run_checkpoint(node['checkpoint'], f'{where} checkpoint')
+        read_run_checkpoint(node['checkpoint'], f'{where}.checkpoint')
     children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, (list, tuple)) else ()
     for key, value in children:
         check_pretrained_checkpoints(value, f'{where}.{key}' if isinstance(node, dict) else f'{where}[{key}]')
@@ -99,9 +99,9 @@ def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[s
             print_log(moved, logger='current', level=logging.WARNING)
     if resume is not None:
         cfg.resume, cfg.load_from = True, resume
-        return resume, '--resume checkpoint'
+        return resume, '--resume'
     if cfg.get('load_from'):
-        return cfg.load_from, 'load_from checkpoint'
+        return cfg.load_from, 'load_from'
     return None
 
 

@@ -1,6 +1,6 @@
 """The one read of mmrmt: a checkpoint file or http(s) URL, read safely (a PyTorch file weights only, a safetensors
-file, by name or header, as tensors and a text header), and its weights taken out. Every problem is one line naming
-the file: ``FileNotFoundError``, ``ValueError`` or, for Python objects, ``CheckpointRefusedError``."""
+file, by name or header, as tensors and a text header), its weights taken out; the gate of a run's. Every problem is
+one line naming the file: ``FileNotFoundError``, ``ValueError`` or, for Python objects, ``CheckpointRefusedError``."""
 import json
 import os
 import os.path as osp
@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 import torch
 from safetensors import safe_open
 
+from .saved_config import resumed_config
 from .weights_only import CheckpointRefusedError, load_weights_only, one_line_reason
 
 #: A network's weights: key -> tensor.
@@ -162,3 +163,37 @@ def extract_state_dict(checkpoint: object, source: str = 'checkpoint', prefix: s
             f'no weights{" under prefix " + repr(prefix) if prefix else ""}')
         raise ValueError(f'{source} is not a model checkpoint: {detail}')
     return state_dict
+
+
+def read_checkpoint_to_load(path: str, role: str, resume: bool = False) -> Optional[dict]:
+    """The checkpoint ``path`` (local or http(s); None for another remote path) a run loads as ``role`` (e.g.
+    ``'--resume'``), ``resume`` from it or not, read once: the gate of the runner (every launcher) and the tools.
+
+    Raises:
+        ValueError: One line naming ``role``, the file, the problem and the fix.
+        CheckpointRefusedError: The file holds Python objects besides weights (its own line).
+    """
+    if is_remote(path) and not is_url(path):
+        return None
+    path = osp.expanduser(path)
+    fix = 'give a checkpoint this run wrote' if resume else 'give the path of a checkpoint file'
+    try:
+        checkpoint = read_checkpoint(path)
+        extract_state_dict(checkpoint, path)
+    except FileNotFoundError:
+        raise ValueError(f'{role} {path} does not exist; {fix}') from None
+    except ValueError as error:  # a URL that could not be fetched says its own fix
+        raise ValueError(f'{role} {error}' + ('' if is_url(path) else f'; {fix}')) from error
+    if not resume:
+        return checkpoint
+    try:
+        resumed_config(checkpoint, path)  # mmengine's resume runs this text: refused unless plain data
+    except ValueError as error:
+        raise ValueError(f'{role} {error}') from error
+    meta = checkpoint['meta'] if isinstance(checkpoint.get('meta'), dict) else {}
+    lacking = ([] if 'message_hub' in checkpoint else ['message_hub']) + [
+        f'meta.{key}' for key in ('epoch', 'iter') if key not in meta]
+    if lacking:
+        raise ValueError(f'{role} {path} is not a training checkpoint (it has no {", ".join(lacking)}); resume from a '
+                         f'file tools/train.py wrote, or start from these weights with --cfg-options load_from={path}')
+    return checkpoint

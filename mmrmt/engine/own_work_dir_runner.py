@@ -10,7 +10,7 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.atomic_file import remove_leftover_temporaries, replaced_atomically
-from mmrmt.checkpoint import is_remote, read_checkpoint
+from mmrmt.checkpoint import is_remote, read_checkpoint_to_load
 from mmrmt.registry import RUNNERS as MMRMT_RUNNERS
 from mmrmt.run_claim import ClaimError, RunClaim
 from mmrmt.upstream_fixes import make_checkpoint_inert
@@ -28,41 +28,32 @@ def work_dir_claim(work_dir: str) -> RunClaim:
     return RunClaim(osp.join(work_dir, LOCK_FILE), f'work dir {work_dir} is in use', '--work-dir')
 
 
-def check_checkpoint_to_load(load_from: Optional[str], resume: bool) -> None:
-    """End with one line unless a local ``load_from`` (to resume from, with ``resume``) is read by
-    :func:`~mmrmt.checkpoint.read_checkpoint` (mmdet's and mmseg's tools hand it over unchecked); a refused pickle
-    raises its own line."""
-    if not isinstance(load_from, str) or is_remote(load_from):
-        return
-    role, fix = (('--resume', 'give a checkpoint this run wrote') if resume else
-                 ('load_from', 'give the path of a checkpoint file'))
-    try:
-        read_checkpoint(osp.expanduser(load_from))
-    except (FileNotFoundError, ValueError) as error:
-        sys.exit(f'error: {role} {error}; {fix}')
-
-
 @MMRMT_RUNNERS.register_module()
 @RUNNERS.register_module()
 class OwnWorkDirRunner(Runner):
     """mmengine's :class:`~mmengine.runner.Runner` (same arguments), keeping to a work dir of its own: the checkpoint
-    gate of every launcher (a local ``load_from`` holding weights only, the ``compile`` options known, before the work
-    dir exists), one run at a time (:func:`work_dir_claim`, taken by rank 0 before anything is written, given back
-    after ``train()``, ``val()`` or ``test()``), ``resume=True`` from the run's own checkpoints (moved into its folder:
-    :func:`~mmrmt.engine.own_last_checkpoint`, the message hub's paths too), a :class:`ResumeRNGHook` unless the hooks
-    hold one, plain data only in a loaded ``meta['config']``, local checkpoints written whole. mmrmt's configs select
-    it (``runner_type='mmrmt.OwnWorkDirRunner'``); mmseg's test.py through the upstream fix ``honoured-runner-type``.
+    gate of every launcher (:func:`~mmrmt.checkpoint.read_checkpoint_to_load` on a local ``load_from``, the
+    ``compile`` options known, before the work dir exists), one run at a time (:func:`work_dir_claim`, taken by rank
+    0 before anything is written, given back after ``train()``, ``val()`` or ``test()``), ``resume=True`` from the
+    run's own checkpoints (moved into its folder: :func:`~mmrmt.engine.own_last_checkpoint`, the message hub's paths
+    too), a :class:`ResumeRNGHook` unless the hooks hold one, plain data only in a loaded ``meta['config']``, local
+    checkpoints written whole. mmrmt's configs select it (``runner_type='mmrmt.OwnWorkDirRunner'``); mmseg's test.py
+    through the upstream fix ``honoured-runner-type``.
     """
 
     honoured_by_from_cfg = True
 
     def __init__(self, *args, **kwargs) -> None:
         arguments = signature(Runner.__init__).bind(self, *args, **kwargs).arguments
-        # resume=True without load_from: resume from the work dir's last checkpoint
-        self._auto_resume = bool(arguments.get('resume')) and arguments.get('load_from') is None
+        load_from, resume = arguments.get('load_from'), bool(arguments.get('resume'))
+        self._auto_resume = resume and load_from is None  # resume from the work dir's last checkpoint
         self._work_dir_claim: Optional[RunClaim] = None
         self._notes: List[str] = []  # warnings of setup_env, for the log once it exists
-        check_checkpoint_to_load(arguments.get('load_from'), bool(arguments.get('resume')))
+        try:  # mmdet's and mmseg's tools hand a checkpoint over unchecked; a refused pickle raises its own line
+            if isinstance(load_from, str) and not is_remote(load_from):
+                read_checkpoint_to_load(load_from, '--resume' if resume else 'load_from', resume)
+        except ValueError as error:
+            sys.exit(f'error: {error}')
         problem = compile_setting_problem((arguments.get('cfg') or {}).get('compile'))
         if problem is not None:  # torch.compile would refuse it only after the work dir, the log and the model
             sys.exit(f'error: {problem}')

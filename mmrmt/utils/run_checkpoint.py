@@ -1,6 +1,5 @@
-"""What our train.py and test.py add, before the run, to the runner's checkpoint gate: a ``--resume`` file is a
-training checkpoint whose ``meta['config']`` is plain data, and the config's model finds each of its weights in
-the file, with the same shape and kind of number, and nothing more, unless ``--allow-partial-load``."""
+"""What our tools add to the runner's checkpoint gate (whose lines they share): the config's model finds each of its
+weights in the file, with the same shape and kind of number, and nothing more, unless ``--allow-partial-load``."""
 from typing import Dict, Mapping, Optional
 
 from mmengine.config import Config
@@ -8,40 +7,16 @@ from mmengine.logging import print_log
 from mmengine.model import BaseTTAModel
 from torch import nn
 
-from mmrmt.checkpoint import (StateDict, TensorSpec, cast_note, extract_state_dict, fit_problems, is_remote, is_url,
-                              kind_problem, read_checkpoint, resumed_config, specs)
+from mmrmt.checkpoint import (StateDict, TensorSpec, cast_note, extract_state_dict, fit_problems, kind_problem,
+                              read_checkpoint_to_load, specs)
 from .model_from_config import build_cpu_model
-from .preflight import PreflightError
+from .preflight import PreflightError, file_errors_as_tool_errors
 
 
 def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[dict]:
-    """The checkpoint ``path`` (local or URL; None for another remote path, left to the runner) a run loads
-    as ``role`` (e.g. ``'--resume checkpoint'``), ``resume`` from it or not, read once.
-
-    Raises:
-        PreflightError: The file is missing, unreadable or holds no weights, or ``resume`` and it is not a
-            training checkpoint or its ``meta['config']`` is not plain data.
-    """
-    if is_remote(path) and not is_url(path):
-        return None
-    try:
-        checkpoint = read_checkpoint(path)
-        extract_state_dict(checkpoint, path)
-        if resume:
-            resumed_config(checkpoint, path)  # mmengine's resume runs this text: refused unless plain data
-    except FileNotFoundError:
-        raise PreflightError(f'{role} not found: {path}') from None
-    except ValueError as error:
-        raise PreflightError(f'{role} {error}') from error
-    meta = checkpoint['meta'] if isinstance(checkpoint.get('meta'), dict) else {}
-    lacking = ([] if 'message_hub' in checkpoint else ['message_hub']) + [
-        f'meta.{key}' for key in ('epoch', 'iter') if key not in meta]
-    if resume and lacking:
-        raise PreflightError(
-            f'{role} {path} is not a training checkpoint (it has no {", ".join(lacking)}): '
-            'resume from a file tools/train.py wrote, or start from these weights with '
-            f'--cfg-options load_from={path}')
-    return checkpoint
+    """:func:`~mmrmt.checkpoint.read_checkpoint_to_load`, the runner's gate, its line a :class:`PreflightError`."""
+    with file_errors_as_tool_errors():
+        return read_checkpoint_to_load(path, role, resume)
 
 
 def model_specs(model: nn.Module) -> Dict[str, TensorSpec]:
@@ -56,10 +31,9 @@ def config_model_specs(cfg: Config) -> Dict[str, TensorSpec]:
 
 def check_run_checkpoint(cfg: Config, model_specs: Mapping[str, TensorSpec], path: str, role: str,
                          resume: bool = False, allow_partial: bool = False) -> Optional[StateDict]:
-    """Fail before the run unless ``path`` is readable (:func:`read_run_checkpoint`) and holds the whole model
-    of ``cfg`` (``model_specs``: :func:`model_specs`), naming the problems of :func:`~mmrmt.checkpoint.fit_problems`;
-    ``allow_partial``: only the kinds of number of the tensors both hold. Returns the file's weights (None for a
-    remote path the runner reads)."""
+    """Fail before the run unless ``path`` passes :func:`read_run_checkpoint` and holds the whole model of ``cfg``
+    (``model_specs``: :func:`model_specs`; the problems: :func:`~mmrmt.checkpoint.fit_problems`); ``allow_partial``:
+    only the kinds of number both hold. Returns the file's weights (None for a remote path the runner reads)."""
     checkpoint = read_run_checkpoint(path, role, resume)
     if checkpoint is None:
         return None
@@ -73,10 +47,9 @@ def check_run_checkpoint(cfg: Config, model_specs: Mapping[str, TensorSpec], pat
         return weights
     problems = fit_problems(model_specs, file_specs)
     if problems:
-        raise PreflightError(f'{role} {path} does not fit the model of {cfg.filename}: '
-                             f'{"; ".join(problems)}. Is it a checkpoint of another model? To '
-                             'load only the weights that match on purpose (e.g. to fine-tune with '
-                             'other classes), add --allow-partial-load')
+        raise PreflightError(f'{role} {path} does not fit the model of {cfg.filename}: {"; ".join(problems)}. Is it a '
+                             'checkpoint of another model? To load only the weights that match on purpose (e.g. to '
+                             'fine-tune with other classes), add --allow-partial-load')
     note = cast_note(model_specs, file_specs)
     if note:
         print_log(f'{role} {path}: {note}', logger='current')

@@ -130,9 +130,9 @@ def test_a_runs_half_precision_checkpoint_is_said_in_the_log(tmp_path):
     model = tiny_rmt()
     path = write(as_dtype(model.state_dict(), torch.float16), tmp_path / 'half.pth')
     with LogCapture() as capture:
-        check_run_checkpoint(run_config(tmp_path), specs(model.state_dict()), path, 'load_from checkpoint')
+        check_run_checkpoint(run_config(tmp_path), specs(model.state_dict()), path, 'load_from')
     assert len(capture.containing('float16')) == 1
-    assert re.fullmatch(rf'load_from checkpoint {re.escape(path)}: \d+ float16 tensors load as float32 '
+    assert re.fullmatch(rf'load_from {re.escape(path)}: \d+ float16 tensors load as float32 '
                         r"\(the model's dtypes\)", capture.containing('float16')[0])
 
 
@@ -141,10 +141,10 @@ def test_a_partial_load_of_integers_is_refused_too(tmp_path):
     model = tiny_rmt()
     state = model.state_dict()
     partial = {key: value for key, value in state.items() if not key.startswith('layers.3')}
-    check_run_checkpoint(run_config(tmp_path), specs(state), write(partial, tmp_path / 'part.pth'), 'load_from '
-                         'checkpoint', allow_partial=True)
+    check_run_checkpoint(run_config(tmp_path), specs(state), write(partial, tmp_path / 'part.pth'), 'load_from',
+                         allow_partial=True)
     quantised = write(as_dtype(partial, torch.int8), tmp_path / 'quantised_part.pth')
-    with pytest.raises(PreflightError, match=rf'^load_from checkpoint {re.escape(quantised)} does not fit the model '
+    with pytest.raises(PreflightError, match=rf'^load_from {re.escape(quantised)} does not fit the model '
                                              rf'of \S+run.py even in part: \d+ {KIND_PROBLEM}'):
-        check_run_checkpoint(run_config(tmp_path), specs(state), quantised, 'load_from checkpoint',
+        check_run_checkpoint(run_config(tmp_path), specs(state), quantised, 'load_from',
                              allow_partial=True)

@@ -77,7 +77,8 @@ def test_a_setting_that_is_none_names_how_to_replace_it(tmp_path):
              'model.backbone.init_cfg.checkpoint=x.pth']
     cfg = apply_cfg_options(read_config(str(config)), fixed)
     # the way the message names works: the run now reaches the check of that file
-    with pytest.raises(PreflightError, match='^model.backbone.init_cfg checkpoint not found: x.pth$'):
+    with pytest.raises(PreflightError, match='^model.backbone.init_cfg.checkpoint x.pth does not exist; give the path '
+                                             'of a checkpoint file$'):
         import_tool('tools/train.py').check_pretrained_checkpoints(cfg.model)
 
 

@@ -5,13 +5,18 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from mmrmt.checkpoint import CheckpointRefusedError
+from mmrmt.engine import OwnWorkDirRunner
 from mmrmt.utils import (PreflightError, build_cpu_model, check_run_checkpoint, config_model_specs, read_config,
                          read_run_checkpoint)
 from helpers.tiny_configs import DET_CONFIG
+from helpers.tiny_model import TinyModel
 from helpers.tool_modules import import_tool
 
 UNREADABLE = 'is not a readable PyTorch checkpoint: '
-ROLES = ['checkpoint', '--resume checkpoint', 'load_from checkpoint']
+ROLES = ['checkpoint', '--resume', 'load_from']
+#: The fix each line ends with, to resume from the file or not.
+FIX = {True: 'give a checkpoint this run wrote', False: 'give the path of a checkpoint file'}
 
 
 def refusal(check, *args, **kwargs) -> str:
@@ -41,27 +46,27 @@ def test_an_unreadable_file_is_named_with_its_role(name, reason, role, tmp_path)
                 'notes.pth': b'weights are on the shared drive\n'}
     path = tmp_path / name
     path.write_bytes(contents[name])
-    assert refusal(read_run_checkpoint, str(path), role, resume=role.startswith('--resume')) == (
-        f'{role} {path} {UNREADABLE}{reason}')
+    resume = role == '--resume'
+    assert refusal(read_run_checkpoint, str(path), role, resume=resume) == (
+        f'{role} {path} {UNREADABLE}{reason}; {FIX[resume]}')
 
 
 @pytest.mark.parametrize('role', ROLES)
 def test_a_missing_file_is_named_with_its_role(role):
-    assert refusal(read_run_checkpoint, 'missing.pth', role) == f'{role} not found: missing.pth'
+    assert refusal(read_run_checkpoint, 'missing.pth', role) == f'{role} missing.pth does not exist; {FIX[False]}'
 
 
 def test_a_url_nothing_answers_is_one_line():
     url = 'http://127.0.0.1:9/checkpoint.pth'  # port 9, discard: refused at once, also offline
-    assert refusal(read_run_checkpoint, url, 'load_from checkpoint').startswith(
-        f'load_from checkpoint {url} could not be fetched (')
+    assert refusal(read_run_checkpoint, url, 'load_from').startswith(f'load_from {url} could not be fetched (')
 
 
 def test_a_backbone_file_cannot_be_resumed(tmp_path):
     path = tmp_path / 'backbone.pth'
     torch.save({'state_dict': {'patch_embed.proj.0.weight': torch.zeros(1)}}, path)
-    assert read_run_checkpoint(str(path), 'load_from checkpoint')  # as weights it is read
-    assert refusal(read_run_checkpoint, str(path), '--resume checkpoint', resume=True) == (
-        f'--resume checkpoint {path} is not a training checkpoint (it has no message_hub, meta.epoch, meta.iter): '
+    assert read_run_checkpoint(str(path), 'load_from')  # as weights it is read
+    assert refusal(read_run_checkpoint, str(path), '--resume', resume=True) == (
+        f'--resume {path} is not a training checkpoint (it has no message_hub, meta.epoch, meta.iter); '
         f'resume from a file tools/train.py wrote, or start from these weights with --cfg-options load_from={path}')
 
 
@@ -89,10 +94,10 @@ def test_reshaped_weights_are_refused_unless_partial_load_is_allowed(detector, t
     path = tmp_path / 'ten_classes.pth'
     torch.save({'state_dict': dict(state, **{'roi_head.bbox_head.fc_cls.weight': torch.zeros(11, 32)})}, path)
     specs = config_model_specs(cfg)
-    assert refusal(check_run_checkpoint, cfg, specs, str(path), 'load_from checkpoint').startswith(
-        f'load_from checkpoint {path} does not fit the model of {DET_CONFIG}: 1 tensors differ in shape '
+    assert refusal(check_run_checkpoint, cfg, specs, str(path), 'load_from').startswith(
+        f'load_from {path} does not fit the model of {DET_CONFIG}: 1 tensors differ in shape '
         '(roi_head.bbox_head.fc_cls.weight: file (11, 32) vs model (4, 32)). ')
-    check_run_checkpoint(cfg, specs, str(path), 'load_from checkpoint', allow_partial=True)
+    check_run_checkpoint(cfg, specs, str(path), 'load_from', allow_partial=True)
 
 
 def test_an_unreadable_pretrained_backbone_file(tmp_path):
@@ -101,5 +106,51 @@ def test_an_unreadable_pretrained_backbone_file(tmp_path):
     path.write_bytes(path.read_bytes()[:100])
     cfg = Config(dict(model=dict(backbone=dict(init_cfg=dict(type='Pretrained', checkpoint=str(path))))))
     assert refusal(import_tool('tools/train.py').check_pretrained_checkpoints, cfg.model) == (
-        f'model.backbone.init_cfg checkpoint {path} {UNREADABLE}the file is truncated or corrupted (its zip '
-        'directory is missing)')
+        f'model.backbone.init_cfg.checkpoint {path} {UNREADABLE}the file is truncated or corrupted (its zip '
+        f'directory is missing); {FIX[False]}')
+
+
+WEIGHTS = {'linear.weight': torch.zeros(1, 2), 'linear.bias': torch.zeros(1)}
+#: A file of each kind of failure: its contents (None: no file), the problem the line names after the file, and the
+#: fix it ends with (None: :data:`FIX`).
+FAILURES = {
+    'missing': (None, 'does not exist', None),
+    'empty': (b'', 'is not a readable PyTorch checkpoint: the file is empty (0 bytes)', None),
+    'pickled code': ({'state_dict': WEIGHTS, 'hook': print}, 'holds Python objects besides weights (',
+                     'none of its code ran: re-save'),
+    'no weights': ({'state_dict': {}}, 'is not a model checkpoint: no weights', None),
+    'code in meta.config': ({'state_dict': WEIGHTS, 'meta': {'config': 'import os', 'epoch': 1, 'iter': 1},
+                             'message_hub': {}}, '(meta.config) is not plain data, so it was not read (nor run): ',
+                            'use a checkpoint from a source you trust'),
+    'no training state': ({'state_dict': WEIGHTS}, 'is not a training checkpoint (it has no message_hub, ',
+                          'or start from these weights with --cfg-options load_from='),
+}
+#: The failures of a file to resume from only: a file to load weights from need not be a training checkpoint.
+RESUME_ONLY = ('code in meta.config', 'no training state')
+
+
+def line_of(launch) -> str:
+    """The ``error:`` line a launch ends with: the runner's ``sys.exit``, or what our tools' ``run_main`` prints."""
+    with pytest.raises((SystemExit, PreflightError, CheckpointRefusedError)) as ended:
+        launch()
+    return ended.value.code if isinstance(ended.value, SystemExit) else f'error: {ended.value}'
+
+
+@pytest.mark.parametrize('failure, resume', [(failure, resume) for failure in FAILURES for resume in (True, False)
+                                             if resume or failure not in RESUME_ONLY])
+def test_the_runner_and_the_tools_end_with_the_same_line(failure, resume, tmp_path):
+    """One gate: mmdet's and mmseg's launchers (through the runner) and our tools word each failure alike, the
+    role, the file, the problem and the fix on one line, before the work dir exists."""
+    contents, problem, fix = FAILURES[failure]
+    path = tmp_path / 'given.pth'
+    if isinstance(contents, bytes):
+        path.write_bytes(contents)
+    elif contents is not None:
+        torch.save(contents, path)
+    role = '--resume' if resume else 'load_from'
+    runner = line_of(lambda: OwnWorkDirRunner(model=TinyModel(), work_dir=str(tmp_path / 'work'),
+                                              load_from=str(path), resume=resume))
+    assert runner == line_of(lambda: read_run_checkpoint(str(path), role, resume))
+    assert '\n' not in runner and f' {path} ' in runner and problem in runner and (fix or FIX[resume]) in runner
+    assert runner.startswith('error: checkpoint ' if failure == 'pickled code' else f'error: {role} ')
+    assert not (tmp_path / 'work').exists()

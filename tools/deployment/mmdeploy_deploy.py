@@ -90,7 +90,7 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Config, str]:
     if not osp.isfile(args.image):
         raise PreflightError(f'image {args.image} does not exist')
     if args.weights is not None:
-        check_run_checkpoint(model_cfg, config_model_specs(model_cfg), args.weights, '--weights checkpoint')
+        check_run_checkpoint(model_cfg, config_model_specs(model_cfg), args.weights, '--weights')
     check_writable(args.work_dir, '--work-dir', is_dir=True)
     graph = osp.join(args.work_dir, deploy_cfg.onnx_config.save_file)
     check_new_file(graph, 'the graph', args.force,

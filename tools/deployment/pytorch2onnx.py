@@ -79,7 +79,7 @@ def preflight(args: argparse.Namespace) -> Config:
     check_new_file(args.out, '--out', args.force, inputs=[('--weights', args.weights), ('the config', args.config)])
     if not osp.isdir(osp.dirname(osp.abspath(args.out))):
         raise PreflightError(f'the folder of --out does not exist: {osp.dirname(osp.abspath(args.out))}')
-    args.checkpoint = None if args.weights is None else read_run_checkpoint(args.weights, '--weights checkpoint')
+    args.checkpoint = None if args.weights is None else read_run_checkpoint(args.weights, '--weights')
     if args.weights is not None and args.checkpoint is None:
         raise PreflightError(f'--weights {args.weights}: give a local file or an http(s) URL')
     low = MIN_DYNAMIC_SIZE if args.dynamic else 1
