@@ -40,7 +40,7 @@ def test_train_resume_refuses_a_file_whose_resume_would_run_code(trap, demo_root
     message = exit_message('train.py', [DET_CONFIG, '--work-dir', tmp_path / 'work', '--resume', checkpoint,
                                         '--cfg-options', 'train_cfg.val_interval=100', *det_data_options(demo_root)],
                            monkeypatch, capsys)
-    assert message.startswith(f'error: --resume checkpoint the config saved in {checkpoint} (meta.config) is '
+    assert message.startswith(f'error: --resume the config saved in {checkpoint} (meta.config) is '
                               'not plain data, so it was not read (nor run): line 1: ')
     assert not (tmp_path / 'work').exists() and not marker.exists()
 
