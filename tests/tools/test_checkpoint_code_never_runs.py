@@ -4,8 +4,10 @@ Every tool that reads a checkpoint is given our own training checkpoint whose
 saved config (``meta['cfg']``, and mmcv 1.x's ``meta['config']``) starts with
 a line that, if anything executed it, would create a marker file. Each tool
 does its job as usual (the text is never read as code), and the marker never
-appears. The model converters, which read the saved config for the backbone's
-arch, have their cases in test_model_converters.py and test_upstream_trained.py.
+appears; a resume from it (mmengine's resume would run ``meta['config']``) is
+refused with one line, the same through our train.py and mmdet's. The model
+converters, which read the saved config for the backbone's arch, have their
+cases in test_model_converters.py and test_upstream_trained.py.
 
 A checkpoint carrying a pickle payload is refused by every path mmengine loads
 through (``load_from``, ``init_cfg``, ``--resume``; mmdet's and mmseg's own train.py
@@ -45,15 +47,16 @@ def test_train_resume_refuses_a_file_whose_resume_would_run_code(trap, demo_root
     assert not (tmp_path / 'work').exists() and not marker.exists()
 
 
-def test_mmdet_train_script_resumes_without_running_code(trap, demo_root, tmp_path):
-    """mmdet's own train.py on our config: the runner the config names, and the guard of
-    mmengine's checkpoint loading, keep its resume from running ``meta['config']``."""
+def test_mmdet_train_script_refuses_it_with_our_line(trap, demo_root, tmp_path, monkeypatch, capsys):
+    """mmdet's own train.py on our config: the runner the config names is the same gate, so the same line ends it
+    before the work dir exists, and ``meta['config']`` never runs."""
     checkpoint, marker = trap
-    result = run_script(library_train_script('mmdet'),
-                        [DET_CONFIG, '--work-dir', tmp_path / 'work', '--resume', checkpoint,
-                         '--cfg-options', 'train_cfg.val_interval=100', *det_data_options(demo_root)])
-    check_ok(result)
-    assert 'resumed epoch: 0, iter: 4' in result.stdout + result.stderr and not marker.exists()
+    arguments = [DET_CONFIG, '--work-dir', tmp_path / 'work', '--resume', checkpoint, '--cfg-options',
+                 'train_cfg.val_interval=100', *det_data_options(demo_root)]
+    result = run_script(library_train_script('mmdet'), arguments)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == exit_message('train.py', arguments, monkeypatch, capsys)
+    assert not (tmp_path / 'work').exists() and not marker.exists()
 
 
 @pytest.mark.parametrize('tool,args,written', [
