@@ -32,14 +32,13 @@ def work_dir_claim(work_dir: str) -> RunClaim:
 @RUNNERS.register_module()
 class OwnWorkDirRunner(Runner):
     """mmengine's :class:`~mmengine.runner.Runner` (same arguments), keeping to a work dir of its own: the checkpoint
-    gate of every launcher (:func:`~mmrmt.checkpoint.read_checkpoint_to_load` on a local ``load_from``, the
-    ``compile`` options known, before the work dir exists), one run at a time (:func:`work_dir_claim`, taken by rank
-    0 before anything is written, given back after ``train()``, ``val()`` or ``test()``), ``resume=True`` from the
-    run's own checkpoints (moved into its folder: :func:`~mmrmt.engine.own_last_checkpoint`, the message hub's paths
-    too), a :class:`ResumeRNGHook` unless the hooks hold one, plain data only in a loaded ``meta['config']``, local
-    checkpoints written whole. mmrmt's configs select it (``runner_type='mmrmt.OwnWorkDirRunner'``); mmseg's test.py
-    through the upstream fix ``honoured-runner-type``.
-    """
+    gate of every launcher (:func:`~mmrmt.checkpoint.read_checkpoint_to_load` of a local ``load_from``, the ``compile``
+    options known, before the work dir exists), one run at a time (:func:`work_dir_claim`, taken by rank 0 before
+    anything is written, given back after ``train()``, ``val()``, ``test()``), ``resume=True`` from the run's own
+    checkpoints (moved into its folder: :func:`~mmrmt.engine.own_last_checkpoint`, the message hub's paths too), a
+    :class:`ResumeRNGHook` unless the hooks hold one, plain data only in a loaded ``meta['config']``, local checkpoints
+    written whole. mmrmt's configs select it (``runner_type='mmrmt.OwnWorkDirRunner'``); mmseg's test.py by the fix
+    ``honoured-runner-type``."""
 
     honoured_by_from_cfg = True
 
