@@ -26,7 +26,6 @@ without it the backbone keeps its initialisation (the decay prior is fixed by
 the variant, the attention is random).
 """
 import argparse
-import os.path as osp
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -36,11 +35,11 @@ import torch
 from torch import nn
 
 from mmrmt.apis import read_image as read_image_file
-from mmrmt.checkpoint import extract_state_dict, is_url, load_model_weights, read_checkpoint
+from mmrmt.checkpoint import extract_state_dict, load_model_weights
 from mmrmt.models.backbones import RMT
 from mmrmt.models.backbones.rmt.attention_maps import AttentionMaps
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
-                         file_errors_as_tool_errors, read_config, replaced_atomically, run_main)
+                         file_errors_as_tool_errors, read_config, read_run_checkpoint, replaced_atomically, run_main)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -98,10 +97,9 @@ def check_location(backbone: nn.Module, stage: int, block: int, query: Optional[
     return tuple(query)
 
 
-def load_weights(model: nn.Module, path: str) -> None:
-    """A checkpoint of the config's whole model (``backbone.*`` keys), loaded strictly; or a file of
-    an RMT backbone alone (e.g. the authors' ImageNet one), loaded as its ``init_cfg`` would."""
-    checkpoint = read_checkpoint(path)
+def load_weights(model: nn.Module, path: str, checkpoint: dict) -> None:
+    """``checkpoint`` (read from ``path``) of the config's whole model (``backbone.*`` keys), loaded strictly; or a
+    file of an RMT backbone alone (e.g. the authors' ImageNet one), loaded as its ``init_cfg`` would."""
     if any(key.startswith('backbone.') for key in extract_state_dict(checkpoint, path)):
         load_model_weights(model, checkpoint, path)
     else:
@@ -155,8 +153,9 @@ def paint(image: np.ndarray, maps: AttentionMaps, title: str, path: str) -> None
 def main(argv: Optional[List[str]] = None) -> AttentionMaps:
     args = parse_args(argv)
     cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
-    if args.weights and not (is_url(args.weights) or osp.isfile(args.weights)):
-        raise PreflightError(f'--weights checkpoint not found: {args.weights}')
+    checkpoint = read_run_checkpoint(args.weights, '--weights') if args.weights else None
+    if args.weights and checkpoint is None:
+        raise PreflightError(f'--weights {args.weights}: give a local file or an http(s) URL')
     if args.max_size < 1:
         raise PreflightError(f'--max-size is the longer image side in pixels: give at least 1 (default 640), got '
                              f'{args.max_size}')
@@ -170,7 +169,7 @@ def main(argv: Optional[List[str]] = None) -> AttentionMaps:
     query = check_location(model.backbone, args.stage, args.block, args.query, grid)
     if args.weights:
         with file_errors_as_tool_errors():
-            load_weights(model, args.weights)
+            load_weights(model, args.weights, checkpoint)
     with torch.no_grad():
         maps = model.backbone.attention_maps(image_tensor(image, model.data_preprocessor), args.stage, args.block,
                                              query)
