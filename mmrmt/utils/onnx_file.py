@@ -2,11 +2,10 @@
 model (not a PyTorch checkpoint, not cut short) of an opset the tools read, its external data inside its own
 folder (onnx's checker, which refuses links out of it from onnx 1.22), and, for a tool that evaluates a whole model,
 not a backbone alone."""
-import importlib.util
 from pathlib import Path
 
 from mmrmt.checkpoint import one_line_reason
-from .preflight import PreflightError
+from .preflight import PreflightError, check_installed
 
 #: How files that are not ONNX models start, and what they are.
 FOREIGN_HEADERS = ((b'PK\x03\x04', 'a zip archive (a PyTorch checkpoint?)'),
@@ -38,10 +37,7 @@ def opset_problem(model) -> str:
 def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = False) -> None:
     """Fail unless onnx and onnxruntime are installed and ``path`` (``role`` in messages, e.g. ``'--onnx
     file'``) is an ONNX model a tool may open (see the module); ``whole_model``: refuse a backbone-only graph."""
-    for module in ('onnx', 'onnxruntime'):
-        if importlib.util.find_spec(module) is None:
-            raise PreflightError(f'{module} is not installed; install the deploy extra: '
-                                 'pip install -e ".[deploy]"')
+    check_installed(('onnx', 'onnxruntime'))
     if not Path(path).is_file():
         raise PreflightError(f'{role} not found: {path}')
     export_hint = 'export one with tools/deployment/pytorch2onnx.py'

@@ -1,11 +1,12 @@
 """The one error of our tools (:class:`PreflightError`, ended by :func:`run_main` as one line) and the checks of
-single values run before anything is built: paths to write, ``--device``, ``--shape``."""
+single values run before anything is built: paths to write, ``--device``, ``--shape``, the modules a tool needs."""
+import importlib.util
 import os
 import os.path as osp
 import sys
 import warnings
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 import torch
 
@@ -15,6 +16,8 @@ from mmrmt.run_claim import ClaimError
 #: The largest input: 4096 pixels a side, 4096x1024 in all (four times the papers' test sizes); the memory
 #: of full-attention stages grows with the square of the pixels.
 MAX_SIDE, MAX_PIXELS = 4096, 4096 * 1024
+#: How to install what the deployment tools need.
+DEPLOY_HINT = 'install the deploy extra: pip install -e ".[deploy]"'
 
 
 class PreflightError(RuntimeError):
@@ -59,6 +62,13 @@ def check_writable(path: str, what: str, is_dir: bool) -> None:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PreflightError(f'{what} {path} cannot be written: no new file can be made in {folder}; make it '
                              f'writable or choose another {what}')
+
+
+def check_installed(modules: Iterable[str], hint: str = DEPLOY_HINT) -> None:
+    """Fail unless each of ``modules`` can be imported: ``<module> is not installed; <hint>``."""
+    missing = next((module for module in modules if importlib.util.find_spec(module) is None), None)
+    if missing is not None:
+        raise PreflightError(f'{missing} is not installed; {hint}')
 
 
 def check_device(device: Optional[str]) -> None:

@@ -13,10 +13,15 @@ from .model_from_config import build_cpu_model
 from .preflight import PreflightError, file_errors_as_tool_errors
 
 
-def read_run_checkpoint(path: str, role: str, resume: bool = False) -> Optional[dict]:
-    """:func:`~mmrmt.checkpoint.read_checkpoint_to_load`, the runner's gate, its line a :class:`PreflightError`."""
+def read_run_checkpoint(path: str, role: str, resume: bool = False, remote_ok: bool = True) -> Optional[dict]:
+    """:func:`~mmrmt.checkpoint.read_checkpoint_to_load`, the runner's gate, its line a :class:`PreflightError`;
+    a remote path it does not read (``s3://``...) is None, left to the runner, or, unless ``remote_ok`` (a tool
+    that reads the file itself), refused."""
     with file_errors_as_tool_errors():
-        return read_checkpoint_to_load(path, role, resume)
+        checkpoint = read_checkpoint_to_load(path, role, resume)
+    if checkpoint is None and not remote_ok:
+        raise PreflightError(f'{role} {path}: give a local file or an http(s) URL')
+    return checkpoint
 
 
 def model_specs(model: nn.Module) -> Dict[str, TensorSpec]:

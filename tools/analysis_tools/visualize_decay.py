@@ -153,9 +153,7 @@ def paint(image: np.ndarray, maps: AttentionMaps, title: str, path: str) -> None
 def main(argv: Optional[List[str]] = None) -> AttentionMaps:
     args = parse_args(argv)
     cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
-    checkpoint = read_run_checkpoint(args.weights, '--weights') if args.weights else None
-    if args.weights and checkpoint is None:
-        raise PreflightError(f'--weights {args.weights}: give a local file or an http(s) URL')
+    checkpoint = read_run_checkpoint(args.weights, '--weights', remote_ok=False) if args.weights else None
     if args.max_size < 1:
         raise PreflightError(f'--max-size is the longer image side in pixels: give at least 1 (default 640), got '
                              f'{args.max_size}')

@@ -12,7 +12,6 @@ Example::
         --work-dir work_dirs/mmdeploy/mask-rcnn_rmt-t
 """
 import argparse
-import importlib.util
 import os
 import os.path as osp
 import shutil
@@ -21,8 +20,8 @@ from typing import List, Optional, Tuple
 
 from mmengine.config import Config
 
-from mmrmt.utils import (PreflightError, check_new_file, check_run_checkpoint, check_writable, config_model_specs,
-                         read_config, run_main)
+from mmrmt.utils import (PreflightError, check_installed, check_new_file, check_run_checkpoint, check_writable,
+                         config_model_specs, read_config, run_main)
 from mmrmt.utils.model_kind import config_model_kind
 
 MMDEPLOY_HINT = ('install the mmdeploy extra: make setup, or pip install --no-deps -c requirements/constraints.txt '
@@ -96,8 +95,7 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Config, str]:
     check_new_file(graph, 'the graph', args.force,
                    inputs=[('the deploy config', args.deploy_cfg), ('the model config', args.model_cfg),
                            ('the image', args.image), ('--weights', args.weights)])
-    if importlib.util.find_spec('mmdeploy') is None:
-        raise PreflightError(f'mmdeploy is not installed; {MMDEPLOY_HINT}')
+    check_installed(['mmdeploy'], MMDEPLOY_HINT)
     return deploy_cfg, model_cfg, graph
 
 

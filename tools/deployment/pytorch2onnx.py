@@ -16,7 +16,6 @@ Examples::
         --shape 800 1216 --out retinanet_rmt-t.onnx --verify --runtime openvino
 """
 import argparse
-import importlib.util
 import os.path as osp
 from typing import List, Optional, Tuple
 
@@ -29,9 +28,9 @@ from mmrmt.deployment.export import (EXPORTERS, MIN_DYNAMIC_SIZE, DynamicExportE
 from mmrmt.deployment.runtime import (add_runtime_arguments, check_runtime, compare_with_runtime, runtime_label,
                                       verification_inputs)
 from mmrmt.utils import (INIT_SEED, PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model,
-                         build_seeded_model, check_new_file, read_config, read_run_checkpoint, run_main)
+                         build_seeded_model, check_installed, check_new_file, read_config, read_run_checkpoint,
+                         run_main)
 
-DEPLOY_HINT = 'install the deploy extra: pip install -e ".[deploy]"'
 #: --verify's default bound on |difference| / max|value| per --precision (why: --tolerance's help): one threshold
 #: for every model and CPU, not a rounding bound of one model (the tests derive theirs from float64 per model:
 #: tests/helpers/runtime_bounds.py).
@@ -79,9 +78,8 @@ def preflight(args: argparse.Namespace) -> Config:
     check_new_file(args.out, '--out', args.force, inputs=[('--weights', args.weights), ('the config', args.config)])
     if not osp.isdir(osp.dirname(osp.abspath(args.out))):
         raise PreflightError(f'the folder of --out does not exist: {osp.dirname(osp.abspath(args.out))}')
-    args.checkpoint = None if args.weights is None else read_run_checkpoint(args.weights, '--weights')
-    if args.weights is not None and args.checkpoint is None:
-        raise PreflightError(f'--weights {args.weights}: give a local file or an http(s) URL')
+    args.checkpoint = None if args.weights is None else read_run_checkpoint(args.weights, '--weights',
+                                                                            remote_ok=False)
     low = MIN_DYNAMIC_SIZE if args.dynamic else 1
     if min(args.shape) < low:
         raise PreflightError(f'--shape must be at least {low} (H W){" with --dynamic" * args.dynamic}, '
@@ -99,9 +97,7 @@ def preflight(args: argparse.Namespace) -> Config:
         check_opset(args.exporter, args.opset)
     except ValueError as error:
         raise PreflightError(str(error)) from None
-    for module in ['onnx', *(['onnxscript'] if args.exporter == 'dynamo' else [])]:
-        if importlib.util.find_spec(module) is None:
-            raise PreflightError(f'{module} is not installed; {DEPLOY_HINT}')
+    check_installed(['onnx', *(['onnxscript'] if args.exporter == 'dynamo' else [])])
     if args.verify:
         check_runtime(args.runtime, args.precision)
     elif (args.runtime, args.precision) != ('onnxruntime', 'f32'):
