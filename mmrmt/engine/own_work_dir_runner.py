@@ -1,4 +1,5 @@
 """mmengine's Runner, keeping to a work dir of its own."""
+import os
 import os.path as osp
 import sys
 from inspect import signature
@@ -56,6 +57,12 @@ class OwnWorkDirRunner(Runner):
         problem = compile_setting_problem((arguments.get('cfg') or {}).get('compile'))
         if problem is not None:  # torch.compile would refuse it only after the work dir, the log and the model
             sys.exit(f'error: {problem}')
+        work_dir = arguments.get('work_dir')
+        if isinstance(work_dir, str) and not is_remote(work_dir):
+            try:  # mmengine makes it first thing, with a traceback where it cannot (e.g. under /proc, even as root)
+                os.makedirs(work_dir, exist_ok=True)
+            except OSError as error:
+                sys.exit(f'error: work dir {work_dir} cannot be created ({error.strerror}); choose another --work-dir')
         try:
             super().__init__(*args, **kwargs)
         except BaseException:

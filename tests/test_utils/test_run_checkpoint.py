@@ -154,3 +154,12 @@ def test_the_runner_and_the_tools_end_with_the_same_line(failure, resume, tmp_pa
     assert '\n' not in runner and f' {path} ' in runner and problem in runner and (fix or FIX[resume]) in runner
     assert runner.startswith('error: checkpoint ' if failure == 'pickled code' else f'error: {role} ')
     assert not (tmp_path / 'work').exists()
+
+
+def test_a_work_dir_that_cannot_be_made_is_one_line(tmp_path):
+    """mmdet's and mmseg's launchers (and ours, where root passes the writable check, e.g. under /proc) end with one
+    line naming the work dir and the fix, not mmengine's traceback."""
+    (tmp_path / 'a_file').write_text('')
+    work_dir = str(tmp_path / 'a_file' / 'work')
+    line = line_of(lambda: OwnWorkDirRunner(model=TinyModel(), work_dir=work_dir))
+    assert line == f'error: work dir {work_dir} cannot be created (Not a directory); choose another --work-dir'
