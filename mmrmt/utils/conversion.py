@@ -30,11 +30,15 @@ def converter_arguments(description: str) -> argparse.ArgumentParser:
 def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str:
     """Save ``payload`` (safetensors for a ``.safetensors`` name) to a temporary file that replaces ``dst`` once
     ``verify(written file)`` has passed (else ``dst`` is left as it was); print and return its SHA-256."""
-    Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    with replaced_atomically(dst) as temporary:
-        save_checkpoint(payload, temporary, safetensors=is_safetensors_name(dst))
-        verify(temporary)
-        digest = sha256_of(temporary)
+    try:  # the writable check cannot see every refusal (root under /proc, a full disk)
+        Path(dst).parent.mkdir(parents=True, exist_ok=True)
+        with replaced_atomically(dst) as temporary:
+            save_checkpoint(payload, temporary, safetensors=is_safetensors_name(dst))
+            verify(temporary)
+            digest = sha256_of(temporary)
+    except OSError as error:
+        raise PreflightError(f'{dst} could not be written ({error.strerror or error}), so it was left as it was: '
+                             'choose another destination') from error
     print(f'{dst}: sha256 {digest}')
     return digest
 

@@ -118,3 +118,22 @@ def test_a_source_of_integers_is_one_line(tmp_path, suffix):
                     r'not written: \S+ does not fit RMT: \d+ tensors hold another kind of number than the model\'s '
                     r'\(\S+: file int8 vs model float32', message), message
     assert sorted(path.name for path in tmp_path.iterdir()) == [source.name]
+
+
+def test_the_same_source_gives_the_same_bytes(tmp_path):
+    """The printed SHA-256 is the conversion's: the temporary file's name is not in the written archive."""
+    source = tmp_path / 'rmt_t3.pth'
+    torch.save({'model': random_upstream_state_dict('rmt-t')}, source)
+    for name in ('a.pth', 'b.pth'):
+        rmt_to_mmrmt([str(source), str(tmp_path / name)])
+    assert (tmp_path / 'a.pth').read_bytes() == (tmp_path / 'b.pth').read_bytes()
+
+
+def test_a_destination_the_writable_check_lets_through_is_one_line(tmp_path, monkeypatch):
+    """Where ``os.access`` says yes but no file can be made (root under /proc), the refusal is one line."""
+    source = tmp_path / 'rmt_t3.pth'
+    torch.save({'model': random_upstream_state_dict('rmt-t')}, source)
+    monkeypatch.setattr('os.access', lambda *args, **kwargs: True)
+    message = exit_line(rmt_to_mmrmt, [source, '/proc/out.pth'])
+    assert message.startswith('error: /proc/out.pth could not be written (') and message.endswith(
+        'so it was left as it was: choose another destination'), message
