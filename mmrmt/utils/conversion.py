@@ -9,7 +9,7 @@ from typing import Callable, List, Optional, Tuple, Type, Union
 from mmrmt.checkpoint import (StateDict, extract_state_dict, is_safetensors_name, load_pretrained, read_checkpoint,
                               read_saved_config, save_checkpoint, sha256_of, written_by_mmengine)
 from mmrmt.models.backbones.base_backbone import PyramidBackbone
-from ..atomic_file import replaced_atomically
+from ..atomic_file import UnwritableError, replaced_atomically
 from .output_guard import check_new_file
 from .preflight import PreflightError, file_errors_as_tool_errors
 
@@ -36,6 +36,8 @@ def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str
             save_checkpoint(payload, temporary, safetensors=is_safetensors_name(dst))
             verify(temporary)
             digest = sha256_of(temporary)
+    except UnwritableError:  # its own line
+        raise
     except OSError as error:
         raise PreflightError(f'{dst} could not be written ({error.strerror or error}), so it was left as it was: '
                              'choose another destination') from error

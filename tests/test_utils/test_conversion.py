@@ -135,5 +135,5 @@ def test_a_destination_the_writable_check_lets_through_is_one_line(tmp_path, mon
     torch.save({'model': random_upstream_state_dict('rmt-t')}, source)
     monkeypatch.setattr('os.access', lambda *args, **kwargs: True)
     message = exit_line(rmt_to_mmrmt, [source, '/proc/out.pth'])
-    assert message.startswith('error: /proc/out.pth could not be written (') and message.endswith(
-        'so it was left as it was: choose another destination'), message
+    assert message.startswith('error: /proc/out.pth cannot be written: no new file can be made in /proc (') and (
+        message.endswith('); choose another place')), message
