@@ -42,9 +42,9 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
         if importlib.util.find_spec(module) is None:
             raise PreflightError(f'{module} is not installed; install the deploy extra: '
                                  'pip install -e ".[deploy]"')
-    if not Path(path).is_file():
-        raise PreflightError(f'{role} not found: {path}')
     export_hint = 'export one with tools/deployment/pytorch2onnx.py'
+    if not Path(path).is_file():
+        raise PreflightError(f'{role} not found: {path}; give the path of an .onnx file, or {export_hint}')
     with open(path, 'rb') as file:
         head = file.read(4)
     if not head:
