@@ -27,6 +27,16 @@ def converter_arguments(description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def read_source(src: str) -> object:
+    """The checkpoint a converter converts (:func:`~mmrmt.checkpoint.read_checkpoint`); a missing file is a
+    :class:`PreflightError` saying what to give."""
+    try:
+        return read_checkpoint(src)
+    except FileNotFoundError:
+        raise PreflightError(f'source {src} does not exist; give the path (or URL) of the checkpoint to '
+                             'convert') from None
+
+
 def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str:
     """Save ``payload`` (safetensors for a ``.safetensors`` name) to a temporary file that replaces ``dst`` once
     ``verify(written file)`` has passed (else ``dst`` is left as it was); print and return its SHA-256."""
@@ -64,7 +74,7 @@ def backbone_weights(src: str, backbone_cls: Type[PyramidBackbone]) -> Tuple[Sta
     """The backbone's weights under mmrmt's keys, and its ``arch``: those of a checkpoint an mmengine runner wrote;
     else converted by the backbone's ``upstream_files``, the classifier dropped, the arch recognised from the
     shapes."""
-    checkpoint = read_checkpoint(src)
+    checkpoint = read_source(src)
     if written_by_mmengine(checkpoint):
         return (extract_state_dict(checkpoint, src, prefix='backbone.'),
                 trained_arch(checkpoint, backbone_cls, src))

@@ -137,3 +137,10 @@ def test_a_destination_the_writable_check_lets_through_is_one_line(tmp_path, mon
     message = exit_line(rmt_to_mmrmt, [source, '/proc/out.pth'])
     assert message.startswith('error: /proc/out.pth cannot be written: no new file can be made in /proc (') and (
         message.endswith('); choose another place')), message
+
+
+def test_a_missing_source_says_what_to_give(tmp_path):
+    source = tmp_path / 'none.pth'
+    assert exit_line(rmt_to_mmrmt, [source, tmp_path / 'out.pth']) == (
+        f'error: source {source} does not exist; give the path (or URL) of the checkpoint to convert')
+    assert list(tmp_path.iterdir()) == []
