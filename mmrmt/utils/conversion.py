@@ -23,7 +23,7 @@ def converter_arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument('dst', help='where to write the converted checkpoint (.pth, or .safetensors: the weights '
                         'only, no pickle); its SHA-256 is printed')
     parser.add_argument('--force', action='store_true',
-                        help='replace an existing destination (even the source itself)')
+                        help='replace an existing destination (never an input: the source or the config)')
     return parser
 
 

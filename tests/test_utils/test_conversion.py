@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import save_file
 
 from mmrmt.models.backbones import RMT, ResT
-from mmrmt.utils import backbone_converter_main
+from mmrmt.utils import backbone_converter_main, converter_arguments
 from helpers.tool_modules import exit_line
 from helpers.upstream_layouts import assert_backbone_file_loads, random_upstream_state_dict
 
@@ -144,3 +144,9 @@ def test_a_missing_source_says_what_to_give(tmp_path):
     assert exit_line(rmt_to_mmrmt, [source, tmp_path / 'out.pth']) == (
         f'error: source {source} does not exist; give the path (or URL) of the checkpoint to convert')
     assert list(tmp_path.iterdir()) == []
+
+
+def test_force_is_described_as_the_converters_do_it():
+    """--force replaces an existing destination, never the source (tests above: 'is the source' even with it)."""
+    text = ' '.join(converter_arguments('Convert.').format_help().split())
+    assert '--force replace an existing destination (never an input: the source or the config)' in text
