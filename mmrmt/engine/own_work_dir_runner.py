@@ -11,7 +11,7 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.atomic_file import remove_leftover_temporaries, replaced_atomically
-from mmrmt.checkpoint import is_remote, read_checkpoint_to_load
+from mmrmt.checkpoint import is_remote, one_line_reason, read_checkpoint_to_load
 from mmrmt.registry import RUNNERS as MMRMT_RUNNERS
 from mmrmt.run_claim import ClaimError, RunClaim
 from mmrmt.upstream_fixes import make_checkpoint_inert
@@ -119,8 +119,14 @@ class OwnWorkDirRunner(Runner):
         super().load_or_resume()
 
     def resume(self, filename: str, *args, **kwargs) -> None:
-        """mmengine's, then the message hub's checkpoint paths moved into the run's folder."""
-        super().resume(filename, *args, **kwargs)
+        """mmengine's (a checkpoint whose optimizer state does not fit this run ends with one line), then the message
+        hub's checkpoint paths moved into the run's folder."""
+        try:
+            super().resume(filename, *args, **kwargs)
+        except (ValueError, KeyError) as error:  # torch's optimizer refuses another model's state
+            self._exit_with(f'--resume {filename} is not a checkpoint of this config ({one_line_reason(error)}); '
+                            'resume from a checkpoint this run wrote, or start from its weights with --cfg-options '
+                            f'load_from={filename}')
         keep_checkpoint_paths_own(self.message_hub, checkpoint_folder(self.work_dir, checkpoint_out_dir(self.cfg)))
 
     def save_checkpoint(self, out_dir: str, filename: str, *args, **kwargs) -> None:
