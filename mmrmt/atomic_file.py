@@ -27,6 +27,11 @@ def remove_leftover_temporaries(folder: str) -> List[str]:
     return leftovers
 
 
+class UnwritableError(OSError):
+    """A file :func:`replaced_atomically` cannot even begin (its folder refuses a new file, e.g. /proc even to
+    root, which passes every permission check): one line naming it and the fix."""
+
+
 @contextmanager
 def replaced_atomically(destination: str, overwrite: bool = True) -> Iterator[str]:
     """A fresh temporary path beside ``destination`` (created with the umask's permissions), moved onto it by
@@ -37,9 +42,16 @@ def replaced_atomically(destination: str, overwrite: bool = True) -> Iterator[st
         destination (str): The file to write.
         overwrite (bool): Whether an existing ``destination`` is replaced. When False the file is linked into
             place (atomic too), and a ``destination`` that appeared meanwhile raises :class:`FileExistsError`.
+
+    Raises:
+        UnwritableError: No file can be made beside ``destination`` (nothing was written).
     """
     temporary = temporary_path(destination)
-    open(temporary, 'xb').close()
+    try:
+        open(temporary, 'xb').close()
+    except OSError as error:
+        raise UnwritableError(f'{destination} cannot be written: no new file can be made in '
+                              f'{osp.dirname(temporary)} ({error.strerror or error}); choose another place') from error
     try:
         yield temporary
         if overwrite:

@@ -103,7 +103,7 @@ class RunClaim:
         """Hold the claim (one held already stays held).
 
         Raises:
-            ClaimError: As :meth:`check_free`.
+            ClaimError: As :meth:`check_free`, or the file cannot be created where filelock says only "timeout".
             OSError: The file cannot be created (e.g. a read-only folder).
         """
         for _ in range(3):  # the holder may give it back meanwhile
@@ -111,9 +111,19 @@ class RunClaim:
             try:
                 self._lock.acquire()
                 return
-            except Timeout:
+            except Timeout:  # also filelock's answer where no file can be made (e.g. under /proc, even as root)
+                if not osp.lexists(self.path):
+                    self._create_or_refuse()
                 self.check_free()
         raise ClaimError(f'{self.path}: other runs keep taking it; start one run at a time')
+
+    def _create_or_refuse(self) -> None:
+        """Create the (unlocked) claim file, or fail with a :class:`ClaimError` saying why it cannot be."""
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
+        except OSError as error:
+            raise ClaimError(f'cannot create {self.path} ({error.strerror or error}); choose another '
+                             f'{self.option}') from error
 
     def give_back(self) -> None:
         """Remove the file, then release it: a run waiting on it finds it gone and creates it anew."""

@@ -157,3 +157,20 @@ def test_a_work_dir_that_does_not_exist_or_is_a_file_is_free(tmp_path):
     (tmp_path / 'a_file').touch()
     for work_dir in (tmp_path / 'none', tmp_path / 'a_file'):
         work_dir_claim(str(work_dir)).check_free()
+
+
+def test_a_claim_no_file_can_be_made_for_says_so(tmp_path, monkeypatch):
+    """Where the folder takes no new file yet filelock answers only "timeout" (root under /proc: ENOENT), the line
+    says the file cannot be created and what to do, not that other runs keep taking it."""
+    path = str(tmp_path / '.out.pkl.claim')
+    real_open = os.open
+
+    def no_new_file(name, flags, *args, **kwargs):
+        if str(name) == path and flags & os.O_CREAT:
+            raise FileNotFoundError(2, 'No such file or directory', name)
+        return real_open(name, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, 'open', no_new_file)
+    with pytest.raises(ClaimError) as error:
+        RunClaim(path, '--out o is being written', '--out').take()
+    assert str(error.value) == f'cannot create {path} (No such file or directory); choose another --out'

@@ -15,7 +15,8 @@ def save_checkpoint(payload: dict, path: str, safetensors: bool) -> None:
     (which keeps its permissions): ``torch.save``'s format, or with ``safetensors`` the tensors and the
     ``meta`` as JSON in the header (:data:`~.reading.SAFETENSORS_META_KEY`), no pickle."""
     if not safetensors:
-        torch.save(payload, path)
+        with open(path, 'wb') as file:  # by file, torch names the archive's folder 'archive', not after ``path``
+            torch.save(payload, file)
         return
     # Each tensor on its own contiguous storage: safetensors refuses shared or strided ones.
     tensors = {key: value.detach().contiguous().clone() for key, value in payload['state_dict'].items()}

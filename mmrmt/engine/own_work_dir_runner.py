@@ -1,4 +1,5 @@
 """mmengine's Runner, keeping to a work dir of its own."""
+import os
 import os.path as osp
 import sys
 from inspect import signature
@@ -10,7 +11,7 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner, find_latest_checkpoint
 
 from mmrmt.atomic_file import remove_leftover_temporaries, replaced_atomically
-from mmrmt.checkpoint import is_remote, read_checkpoint_to_load
+from mmrmt.checkpoint import is_remote, one_line_reason, read_checkpoint_to_load
 from mmrmt.registry import RUNNERS as MMRMT_RUNNERS
 from mmrmt.run_claim import ClaimError, RunClaim
 from mmrmt.upstream_fixes import make_checkpoint_inert
@@ -56,6 +57,12 @@ class OwnWorkDirRunner(Runner):
         problem = compile_setting_problem((arguments.get('cfg') or {}).get('compile'))
         if problem is not None:  # torch.compile would refuse it only after the work dir, the log and the model
             sys.exit(f'error: {problem}')
+        work_dir = arguments.get('work_dir')
+        if isinstance(work_dir, str) and not is_remote(work_dir):
+            try:  # mmengine makes it first thing, with a traceback where it cannot (e.g. under /proc, even as root)
+                os.makedirs(work_dir, exist_ok=True)
+            except OSError as error:
+                sys.exit(f'error: work dir {work_dir} cannot be created ({error.strerror}); choose another --work-dir')
         try:
             super().__init__(*args, **kwargs)
         except BaseException:
@@ -112,8 +119,14 @@ class OwnWorkDirRunner(Runner):
         super().load_or_resume()
 
     def resume(self, filename: str, *args, **kwargs) -> None:
-        """mmengine's, then the message hub's checkpoint paths moved into the run's folder."""
-        super().resume(filename, *args, **kwargs)
+        """mmengine's (a checkpoint whose optimizer state does not fit this run ends with one line), then the message
+        hub's checkpoint paths moved into the run's folder."""
+        try:
+            super().resume(filename, *args, **kwargs)
+        except (ValueError, KeyError) as error:  # torch's optimizer refuses another model's state
+            self._exit_with(f'--resume {filename} is not a checkpoint of this config ({one_line_reason(error)}); '
+                            'resume from a checkpoint this run wrote, or start from its weights with --cfg-options '
+                            f'load_from={filename}')
         keep_checkpoint_paths_own(self.message_hub, checkpoint_folder(self.work_dir, checkpoint_out_dir(self.cfg)))
 
     def save_checkpoint(self, out_dir: str, filename: str, *args, **kwargs) -> None:

@@ -9,7 +9,7 @@ from typing import Callable, List, Optional, Tuple, Type, Union
 from mmrmt.checkpoint import (StateDict, extract_state_dict, is_safetensors_name, load_pretrained, read_checkpoint,
                               read_saved_config, save_checkpoint, sha256_of, written_by_mmengine)
 from mmrmt.models.backbones.base_backbone import PyramidBackbone
-from ..atomic_file import replaced_atomically
+from ..atomic_file import UnwritableError, replaced_atomically
 from .output_guard import check_new_file
 from .preflight import PreflightError, file_errors_as_tool_errors
 
@@ -23,18 +23,34 @@ def converter_arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument('dst', help='where to write the converted checkpoint (.pth, or .safetensors: the weights '
                         'only, no pickle); its SHA-256 is printed')
     parser.add_argument('--force', action='store_true',
-                        help='replace an existing destination (even the source itself)')
+                        help='replace an existing destination (never an input: the source or the config)')
     return parser
+
+
+def read_source(src: str) -> object:
+    """The checkpoint a converter converts (:func:`~mmrmt.checkpoint.read_checkpoint`); a missing file is a
+    :class:`PreflightError` saying what to give."""
+    try:
+        return read_checkpoint(src)
+    except FileNotFoundError:
+        raise PreflightError(f'source {src} does not exist; give the path (or URL) of the checkpoint to '
+                             'convert') from None
 
 
 def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str:
     """Save ``payload`` (safetensors for a ``.safetensors`` name) to a temporary file that replaces ``dst`` once
     ``verify(written file)`` has passed (else ``dst`` is left as it was); print and return its SHA-256."""
-    Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    with replaced_atomically(dst) as temporary:
-        save_checkpoint(payload, temporary, safetensors=is_safetensors_name(dst))
-        verify(temporary)
-        digest = sha256_of(temporary)
+    try:  # the writable check cannot see every refusal (root under /proc, a full disk)
+        Path(dst).parent.mkdir(parents=True, exist_ok=True)
+        with replaced_atomically(dst) as temporary:
+            save_checkpoint(payload, temporary, safetensors=is_safetensors_name(dst))
+            verify(temporary)
+            digest = sha256_of(temporary)
+    except UnwritableError:  # its own line
+        raise
+    except OSError as error:
+        raise PreflightError(f'{dst} could not be written ({error.strerror or error}), so it was left as it was: '
+                             'choose another destination') from error
     print(f'{dst}: sha256 {digest}')
     return digest
 
@@ -58,7 +74,7 @@ def backbone_weights(src: str, backbone_cls: Type[PyramidBackbone]) -> Tuple[Sta
     """The backbone's weights under mmrmt's keys, and its ``arch``: those of a checkpoint an mmengine runner wrote;
     else converted by the backbone's ``upstream_files``, the classifier dropped, the arch recognised from the
     shapes."""
-    checkpoint = read_checkpoint(src)
+    checkpoint = read_source(src)
     if written_by_mmengine(checkpoint):
         return (extract_state_dict(checkpoint, src, prefix='backbone.'),
                 trained_arch(checkpoint, backbone_cls, src))

@@ -38,9 +38,9 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
     """Fail unless onnx and onnxruntime are installed and ``path`` (``role`` in messages, e.g. ``'--onnx
     file'``) is an ONNX model a tool may open (see the module); ``whole_model``: refuse a backbone-only graph."""
     check_installed(('onnx', 'onnxruntime'))
-    if not Path(path).is_file():
-        raise PreflightError(f'{role} not found: {path}')
     export_hint = 'export one with tools/deployment/pytorch2onnx.py'
+    if not Path(path).is_file():
+        raise PreflightError(f'{role} not found: {path}; give the path of an .onnx file, or {export_hint}')
     with open(path, 'rb') as file:
         head = file.read(4)
     if not head:

@@ -10,6 +10,7 @@ from typing import Callable, Iterable, Iterator, Optional
 
 import torch
 
+from mmrmt.atomic_file import UnwritableError
 from mmrmt.checkpoint import CheckpointRefusedError
 from mmrmt.run_claim import ClaimError
 
@@ -26,13 +27,14 @@ class PreflightError(RuntimeError):
 
 def run_main(main: Callable[[], object]) -> None:
     """Run a tool's ``main()`` (``if __name__ == '__main__': run_main(main)``); a :class:`PreflightError`, a
-    refused checkpoint or a work dir or output another run holds ends the process with ``error: <message>``
-    (one line on stderr), exit status 1. Any other exception is a bug and keeps its traceback."""
+    refused checkpoint, an output no file can be made for, or a work dir or output another run holds ends the
+    process with ``error: <message>`` (one line on stderr), exit status 1. Any other exception is a bug and keeps
+    its traceback."""
     # setuptools' deprecation notice, which mmengine's imports trigger, is no news to the user
     warnings.filterwarnings('ignore', message='pkg_resources is deprecated')
     try:
         main()
-    except (PreflightError, CheckpointRefusedError, ClaimError) as error:
+    except (PreflightError, CheckpointRefusedError, ClaimError, UnwritableError) as error:
         sys.exit(f'error: {error}')
 
 

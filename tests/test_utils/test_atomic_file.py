@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from mmrmt.atomic_file import UnwritableError
 from mmrmt.utils import replaced_atomically
 
 
@@ -42,3 +43,14 @@ def test_without_overwrite_a_file_that_appeared_meanwhile_is_kept(tmp_path):
             file.write('second')
     assert destination.read_text() == 'first'
     assert [path.name for path in tmp_path.iterdir()] == ['preds.pkl']
+
+
+def test_a_folder_that_takes_no_file_is_one_line(tmp_path):
+    """What the tools' writable check cannot see (root under /proc) ends as run_main's one line, nothing written."""
+    destination = tmp_path / 'missing' / 'out.pth'
+    with pytest.raises(UnwritableError) as error, replaced_atomically(str(destination)):
+        raise AssertionError('the block must not run')
+    message = str(error.value)
+    assert message.startswith(f'{destination} cannot be written: no new file can be made in {tmp_path / "missing"} (')
+    assert message.endswith('; choose another place')
+    assert [path.name for path in tmp_path.iterdir()] == []

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import save_file
 
 from mmrmt.models.backbones import RMT, ResT
-from mmrmt.utils import backbone_converter_main
+from mmrmt.utils import backbone_converter_main, converter_arguments
 from helpers.tool_modules import exit_line
 from helpers.upstream_layouts import assert_backbone_file_loads, random_upstream_state_dict
 
@@ -118,3 +118,35 @@ def test_a_source_of_integers_is_one_line(tmp_path, suffix):
                     r'not written: \S+ does not fit RMT: \d+ tensors hold another kind of number than the model\'s '
                     r'\(\S+: file int8 vs model float32', message), message
     assert sorted(path.name for path in tmp_path.iterdir()) == [source.name]
+
+
+def test_the_same_source_gives_the_same_bytes(tmp_path):
+    """The printed SHA-256 is the conversion's: the temporary file's name is not in the written archive."""
+    source = tmp_path / 'rmt_t3.pth'
+    torch.save({'model': random_upstream_state_dict('rmt-t')}, source)
+    for name in ('a.pth', 'b.pth'):
+        rmt_to_mmrmt([str(source), str(tmp_path / name)])
+    assert (tmp_path / 'a.pth').read_bytes() == (tmp_path / 'b.pth').read_bytes()
+
+
+def test_a_destination_the_writable_check_lets_through_is_one_line(tmp_path, monkeypatch):
+    """Where ``os.access`` says yes but no file can be made (root under /proc), the refusal is one line."""
+    source = tmp_path / 'rmt_t3.pth'
+    torch.save({'model': random_upstream_state_dict('rmt-t')}, source)
+    monkeypatch.setattr('os.access', lambda *args, **kwargs: True)
+    message = exit_line(rmt_to_mmrmt, [source, '/proc/out.pth'])
+    assert message.startswith('error: /proc/out.pth cannot be written: no new file can be made in /proc (') and (
+        message.endswith('); choose another place')), message
+
+
+def test_a_missing_source_says_what_to_give(tmp_path):
+    source = tmp_path / 'none.pth'
+    assert exit_line(rmt_to_mmrmt, [source, tmp_path / 'out.pth']) == (
+        f'error: source {source} does not exist; give the path (or URL) of the checkpoint to convert')
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_force_is_described_as_the_converters_do_it():
+    """--force replaces an existing destination, never the source (tests above: 'is the source' even with it)."""
+    text = ' '.join(converter_arguments('Convert.').format_help().split())
+    assert '--force replace an existing destination (never an input: the source or the config)' in text

@@ -39,7 +39,8 @@ def test_files_that_are_no_onnx_model(tmp_path):
     assert refusal(tmp_path / 'empty.onnx') == f'ONNX model {tmp_path}/empty.onnx is empty (0 bytes); {EXPORT_HINT}'
     assert refusal(tmp_path / 'cut.onnx').startswith(
         f'ONNX model {tmp_path}/cut.onnx is not a complete ONNX model (truncated, or another format: ')
-    assert refusal(tmp_path / 'none.onnx') == f'ONNX model not found: {tmp_path}/none.onnx'
+    assert refusal(tmp_path / 'none.onnx') == (f'ONNX model not found: {tmp_path}/none.onnx; give the path of an '
+                                               '.onnx file, or export one with tools/deployment/pytorch2onnx.py')
 
 
 def test_external_data_must_stay_in_the_models_folder(tmp_path):

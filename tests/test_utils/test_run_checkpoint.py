@@ -154,3 +154,31 @@ def test_the_runner_and_the_tools_end_with_the_same_line(failure, resume, tmp_pa
     assert '\n' not in runner and f' {path} ' in runner and problem in runner and (fix or FIX[resume]) in runner
     assert runner.startswith('error: checkpoint ' if failure == 'pickled code' else f'error: {role} ')
     assert not (tmp_path / 'work').exists()
+
+
+def test_a_work_dir_that_cannot_be_made_is_one_line(tmp_path):
+    """mmdet's and mmseg's launchers (and ours, where root passes the writable check, e.g. under /proc) end with one
+    line naming the work dir and the fix, not mmengine's traceback."""
+    (tmp_path / 'a_file').write_text('')
+    work_dir = str(tmp_path / 'a_file' / 'work')
+    line = line_of(lambda: OwnWorkDirRunner(model=TinyModel(), work_dir=work_dir))
+    assert line == f'error: work dir {work_dir} cannot be created (Not a directory); choose another --work-dir'
+
+
+def test_resuming_another_models_training_checkpoint_is_one_line(tmp_path):
+    """mmdet's and mmseg's train.py --resume hand the runner a training checkpoint of another model: torch's
+    optimizer refuses its state with a traceback naming neither the file nor the fix; the runner ends with one line."""
+    other = torch.nn.Sequential(torch.nn.Linear(2, 1), torch.nn.Linear(1, 1))
+    optimizer = torch.optim.SGD([{'params': [p]} for p in other.parameters()], lr=0.1)
+    path = tmp_path / 'other.pth'
+    torch.save({'state_dict': {'linear.weight': torch.zeros(1, 2), 'linear.bias': torch.zeros(1)},
+                'optimizer': optimizer.state_dict(), 'meta': {'epoch': 1, 'iter': 1},
+                'message_hub': {'log_scalars': {}, 'runtime_info': {}, 'resumed_keys': {}}}, path)
+    runner = OwnWorkDirRunner(model=TinyModel(), work_dir=str(tmp_path / 'work'),
+                              optim_wrapper=dict(optimizer=dict(type='SGD', lr=0.1)),
+                              train_dataloader=torch.utils.data.DataLoader([torch.zeros(2)]),
+                              train_cfg=dict(by_epoch=False, max_iters=1))
+    line = line_of(lambda: runner.resume(str(path)))
+    assert line.startswith(f'error: --resume {path} is not a checkpoint of this config (ValueError: ') and (
+        line.endswith(f'; resume from a checkpoint this run wrote, or start from its weights with --cfg-options '
+                      f'load_from={path}')), line
