@@ -37,7 +37,8 @@ def refusal(**given) -> str:
     (dict(runtime=['openvino']), '--runtime and --precision choose how --onnx files run: add --onnx FILE.'),
     (dict(mode=['infer'], onnx=[str(DET_CONFIG)], precision=['bf16']),
      "--precision bf16 runs in OpenVINO only (onnxruntime's CPU kernels are float32): add --runtime openvino"),
-    (dict(mode=['infer'], onnx=['missing.onnx']), '--onnx file not found: missing.onnx'),
+    (dict(mode=['infer'], onnx=['missing.onnx']), '--onnx file not found: missing.onnx; give the path of an .onnx '
+     'file, or export one with tools/deployment/pytorch2onnx.py'),
     (dict(compile=True, onnx=['rmt-t.onnx'], mode=['infer']), '--compile adds compiled rows of the torch model, whose '
      'rows time tensor mode beside --onnx files: leave out --compile or --onnx'),
     (dict(upstream_repo='.'), '--upstream-repo compares ResT backbones: give --backbone rest-ARCH (e.g. rest-lite), '
