@@ -24,8 +24,8 @@ def config_scope(cfg: Config, config: str = 'the config') -> str:
     """'mmdet' or 'mmseg': the library of the config's model, its ``default_scope`` (else a ``PreflightError``)."""
     scope = cfg.get('default_scope')
     if scope not in ('mmdet', 'mmseg'):
-        raise PreflightError(f"{config}: default_scope is {scope!r}, mmrmt's tools take 'mmdet' (a detector) or "
-                             "'mmseg' (a segmentor): set it in the config")
+        raise PreflightError(f"{config} is not an mmdet or mmseg model config (default_scope {scope!r}): set "
+                             "default_scope = 'mmdet' (a detector) or 'mmseg' (a segmentor) in it")
     return scope
 
 
