@@ -1,15 +1,11 @@
 """The one check of an ONNX model file given to a tool, before a session is opened or anything built: an ONNX
-model (not a PyTorch checkpoint, not cut short) of an opset the tools read, its external data inside its own
+model (not another kind of file, not empty or cut short) of an opset the tools read, its external data inside its own
 folder (onnx's checker, which refuses links out of it from onnx 1.22), and, for a tool that evaluates a whole model,
 not a backbone alone."""
 from pathlib import Path
 
 from mmrmt.checkpoint import one_line_reason
 from .preflight import PreflightError, check_installed
-
-#: How files that are not ONNX models start, and what they are.
-FOREIGN_HEADERS = ((b'PK\x03\x04', 'a zip archive (a PyTorch checkpoint?)'),
-                   (b'\x80', 'a pickle (a PyTorch checkpoint?)'))
 
 #: The oldest ONNX opset (of the default domain) the tools read: the oldest pytorch2onnx.py writes
 #: (``--exporter torchscript``), and mmdeploy's deploy configs' opset.
@@ -41,13 +37,6 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
     export_hint = 'export one with tools/deployment/pytorch2onnx.py'
     if not Path(path).is_file():
         raise PreflightError(f'{role} not found: {path}; give the path of an .onnx file, or {export_hint}')
-    with open(path, 'rb') as file:
-        head = file.read(4)
-    if not head:
-        raise PreflightError(f'{role} {path} is empty (0 bytes); {export_hint}')
-    for header, what in FOREIGN_HEADERS:
-        if head.startswith(header):
-            raise PreflightError(f'{role} {path} is {what}, not an ONNX model; {export_hint}')
     import onnx
     from onnx.external_data_helper import uses_external_data
     broken = f'{role} {path} is not a complete ONNX model (truncated, or another format: {{}}); {export_hint}'
