@@ -14,9 +14,10 @@ from .preflight import PreflightError
 
 def files_being_read(error: BaseException) -> List[str]:
     """The config files mmengine's ``Config._file2dict`` was reading when ``error`` was raised (normalised,
-    absolute), the outermost first: a config, then each ``_base_`` file down to the one that raised."""
+    absolute), the outermost first: a config, then each ``_base_`` file down to the one that raised (a frame that
+    re-raised is in the traceback twice, kept once)."""
     frames = dict.fromkeys(frame for frame, _ in traceback.walk_tb(error.__traceback__)
-                           if frame.f_code.co_name == '_file2dict')  # a frame repeats where it re-raised
+                           if frame.f_code.co_name == '_file2dict' and 'filename' in frame.f_locals)
     return [osp.normpath(osp.abspath(frame.f_locals['filename'])) for frame in frames]
 
 
