@@ -44,13 +44,10 @@ def prediction_out_claimed(cfg: Config, out: Optional[str]) -> Iterator[None]:
     Raises:
         ClaimError: Another run writes ``--out``.
     """
-    if not out:
-        yield
-        return
-    if config_scope(cfg) == 'mmseg':
+    if out and config_scope(cfg) == 'mmseg':
         cfg.test_evaluator.output_dir = out
         cfg.test_evaluator.keep_results = True
-    if os.environ.get('RANK', os.environ.get('SLURM_PROCID', '0')) != '0':
+    if not out or os.environ.get('RANK', os.environ.get('SLURM_PROCID', '0')) != '0':  # no process group yet
         yield
         return
     os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)  # which the run would make anyway
