@@ -22,8 +22,8 @@ def test_no_cpp_compiler_for_the_cpu(monkeypatch):
     monkeypatch.setattr(cpp_builder, 'get_cpp_compiler', no_compiler)
     with pytest.raises(PreflightError) as refused:
         check_compile(True, [], 'cpu')
-    assert str(refused.value) == ('--compile on the CPU: Inductor builds C++ and finds no compiler (g++ or the CXX of '
-                                  'torch._inductor.config.cpp.cxx); install g++, or run without --compile')
+    assert str(refused.value) == ('torch.compile on the CPU: Inductor builds C++ and finds no compiler (g++ or the '
+                                  'CXX of torch._inductor.config.cpp.cxx); install g++, or run without compiling')
 
 
 def test_no_triton_for_cuda(monkeypatch):
