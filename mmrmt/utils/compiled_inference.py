@@ -59,8 +59,8 @@ def check_compile(compile: bool, pairs: Sequence[str], device_type: str,
         if pairs:
             raise PreflightError(f'{flag} set the options of --compile: add --compile')
         return None
-    pairs = parse_pairs(pairs, flag, lambda value, pair: DictAction._parse_int_float_bool(value.strip('\'" ')))
-    options = {key.replace('-', '_'): value for key, value in pairs.items()}
+    given = parse_pairs(pairs, flag, lambda value, pair: DictAction._parse_int_float_bool(value.strip('\'" ')))
+    options = {key.replace('-', '_'): value for key, value in given.items()}
     problem = inductor_options_problem(options)
     if problem is not None:
         raise PreflightError(f'{flag} {problem}')
