@@ -5,6 +5,7 @@ of the runner or an argument of the component that receives it, else the nearest
 import argparse
 import ast
 import inspect
+from contextlib import suppress
 from typing import Any, Callable, Collection, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from mmengine.config import Config, DictAction
@@ -76,10 +77,8 @@ def cfg_value(value: str, pair: str) -> Any:
     """``value`` (of ``pair``) as mmengine's ``DictAction`` reads it, else (``dict(...)``, or brackets it cannot
     read) by :func:`python_value`."""
     if 'dict(' not in value:
-        try:
+        with suppress(AssertionError, RecursionError):  # brackets that do not balance; 'f(a,b)', split without end
             return DictAction._parse_iterable(value)
-        except (AssertionError, RecursionError):  # brackets that do not balance; 'f(a,b)', split without end
-            pass
     return python_value(value, pair)
 
 
