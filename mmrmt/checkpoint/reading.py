@@ -67,10 +67,8 @@ def fetch_checkpoint(url: str) -> str:
             torch.hub.download_url_to_file(url, local, progress=False)
         return local
     except OSError as error:  # urllib's HTTPError and URLError, a timeout, an unwritable cache
-        reason = (f'HTTP {error.code} {error.reason}' if hasattr(error, 'code') else str(error.reason)
-                  if hasattr(error, 'reason') else error.strerror or type(error).__name__)
-    raise ValueError(f'{url} could not be fetched ({reason}); mmrmt downloads a checkpoint only when the '
-                     'network allows: download it yourself and give the file\'s path')
+        raise ValueError(f'{url} could not be fetched ({one_line_reason(error)}); mmrmt downloads a checkpoint only '
+                         'when the network allows: download it yourself and give the file\'s path') from None
 
 
 def is_safetensors_head(head: bytes) -> bool:
@@ -136,12 +134,6 @@ def read_checkpoint(filename: str) -> object:
         raise
     except Exception as error:  # torch raises many kinds for a foreign file
         raise ValueError(f'{unreadable}: {one_line_reason(error)}') from error
-
-
-def written_by_mmengine(checkpoint: object) -> bool:
-    """Whether ``checkpoint`` was saved by an mmengine runner (``meta['mmengine_version']``)."""
-    return (isinstance(checkpoint, dict) and isinstance(checkpoint.get('meta'), dict)
-            and 'mmengine_version' in checkpoint['meta'])
 
 
 def extract_state_dict(checkpoint: object, source: str = 'checkpoint', prefix: str = '') -> StateDict:

@@ -4,7 +4,8 @@ import pickle
 import pytest
 import torch
 
-from mmrmt.checkpoint import CheckpointRefusedError, checkpoint_file_problem, one_line_reason, read_checkpoint
+from mmrmt.checkpoint import CheckpointRefusedError, one_line_reason, read_checkpoint
+from mmrmt.checkpoint.reading import checkpoint_file_problem
 
 
 @pytest.mark.parametrize('error,expected', [
