@@ -17,11 +17,12 @@ from mmengine.config import Config
 from mmengine.logging import print_log
 
 from mmrmt.engine import work_dir_claim
-from mmrmt.engine.own_checkpoint import ForeignCheckpointError, checkpoint_out_dir, own_last_checkpoint
+from mmrmt.engine.own_checkpoint import (ForeignCheckpointError, checkpoint_out_dir, earlier_run_problem,
+                                         own_last_checkpoint)
 from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
-                         check_no_earlier_run, check_not_an_input, check_run_checkpoint, check_writable,
-                         config_model_specs, dataloader_inputs, load_run_config, parse_launch_args, read_run_checkpoint,
-                         run_main, run_phase)
+                         check_not_an_input, check_run_checkpoint, check_writable, config_model_specs,
+                         dataloader_inputs, load_run_config, parse_launch_args, read_run_checkpoint, run_main,
+                         run_phase)
 from mmrmt.utils.amp import use_amp_optim_wrapper
 
 
@@ -128,8 +129,9 @@ def main() -> None:
     model_specs = config_model_specs(cfg)
     check_pretrained_checkpoints(cfg.model)
     start = set_start_checkpoint(cfg, args.resume)
-    if not cfg.get('resume'):
-        check_no_earlier_run(cfg.work_dir, checkpoint_out_dir(cfg))
+    earlier_run = None if cfg.get('resume') else earlier_run_problem(cfg.work_dir, checkpoint_out_dir(cfg))
+    if earlier_run is not None:
+        raise PreflightError(earlier_run)
     if start is not None:
         check_run_checkpoint(cfg, model_specs, *start, resume=bool(cfg.get('resume')),
                              allow_partial=args.allow_partial_load)

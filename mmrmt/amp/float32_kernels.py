@@ -30,10 +30,8 @@ def in_float32(value: Any) -> Any:
 
 def extract_in_float32(extractor: nn.Module, feats: Sequence[torch.Tensor], rois: torch.Tensor,
                        roi_scale_factor: Optional[float] = None) -> torch.Tensor:
-    """``extractor(feats, rois, roi_scale_factor)``, in float32 for reduced-precision CPU features."""
-    if feats[0].device.type == 'cpu' and feats[0].dtype in REDUCED_PRECISIONS:
-        feats, rois = tuple(feat.float() for feat in feats), rois.float()
-    return type(extractor).forward(extractor, feats, rois, roi_scale_factor)
+    """``extractor(feats, rois, roi_scale_factor)``, its reduced-precision CPU features and RoIs in float32."""
+    return type(extractor).forward(extractor, in_float32(feats), in_float32(rois), roi_scale_factor)
 
 
 def predict_in_float32(head: nn.Module, *args, **kwargs) -> Any:

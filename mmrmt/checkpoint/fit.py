@@ -4,7 +4,7 @@ a float weight is meaningless), and no other key. Another dtype of the same kind
 and logged. What does not fit is one line naming the first offending keys."""
 import logging
 from collections import Counter
-from typing import Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -35,10 +35,6 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace('torch.', '')
 
 
-def starts_with_any(key: str, prefixes: Iterable[str]) -> bool:
-    return any(key.startswith(prefix) for prefix in prefixes)
-
-
 def first_few(items: Sequence[str], count: int = 5) -> str:
     """The first ``count`` items joined by commas, with how many more there are."""
     return ', '.join(items[:count]) + (f' and {len(items) - count} more' if len(items) > count else '')
@@ -46,7 +42,7 @@ def first_few(items: Sequence[str], count: int = 5) -> str:
 
 def fit_problems(model_specs: Mapping[str, TensorSpec],
                  file_specs: Mapping[str, TensorSpec],
-                 may_be_missing: Sequence[str] = (),
+                 may_be_missing: Tuple[str, ...] = (),
                  owner_of: Optional[Callable[[str], str]] = None,
                  shape_hint: Optional[Callable[[str], str]] = None) -> List[str]:
     """What keeps a checkpoint from loading strictly into a model: one phrase per kind of problem (shapes, kinds of
@@ -55,7 +51,7 @@ def fit_problems(model_specs: Mapping[str, TensorSpec],
     Args:
         model_specs (Mapping[str, TensorSpec]): The model's (:func:`specs` of its state dict).
         file_specs (Mapping[str, TensorSpec]): The checkpoint's.
-        may_be_missing (Sequence[str]): Prefixes of model keys the checkpoint may lack.
+        may_be_missing (tuple[str]): Prefixes of model keys the checkpoint may lack.
         owner_of (callable, optional): Names the part of the file's network holding an unexpected key.
         shape_hint (callable, optional): Text added after a key whose shapes differ.
     """
@@ -64,7 +60,7 @@ def fit_problems(model_specs: Mapping[str, TensorSpec],
                   for key in file_specs if key in model_specs and file_specs[key].shape != model_specs[key].shape]
     unexpected = sorted(key for key in file_specs if key not in model_specs)
     missing = sorted(key for key in model_specs
-                     if key not in file_specs and not starts_with_any(key, may_be_missing))
+                     if key not in file_specs and not key.startswith(may_be_missing))
     problems: List[str] = []
     if mismatched:
         problems.append(f'{len(mismatched)} tensors differ in shape ({first_few(mismatched, 3)})')
@@ -101,7 +97,7 @@ def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, Te
 
 
 def check_fit(model: nn.Module, state_dict: Mapping[str, torch.Tensor], source: str,
-              may_be_missing: Sequence[str] = (), advice: str = 'Is it a checkpoint of another model?') -> None:
+              may_be_missing: Tuple[str, ...] = (), advice: str = 'Is it a checkpoint of another model?') -> None:
     """Fail unless ``state_dict`` loads into ``model`` strictly (but for keys under ``may_be_missing``): a
     ``ValueError`` ``'<source> does not fit <Model>: <problems>. <advice>'``; log the casts it needs."""
     model_specs, file_specs = specs(model.state_dict()), specs(state_dict)
@@ -113,27 +109,22 @@ def check_fit(model: nn.Module, state_dict: Mapping[str, torch.Tensor], source: 
         logger.info(f'{source} into {type(model).__name__}: {note}')
 
 
-def load_model_weights(model: nn.Module, checkpoint: object, source: Optional[str] = None) -> object:
-    """Load every weight of ``model`` strictly from ``checkpoint`` (a path or URL, or what :func:`read_checkpoint`
-    returned; ``source`` names it in messages) and return the checkpoint as read: how every tool loads one.
+def load_model_weights(model: nn.Module, checkpoint: object, source: str) -> None:
+    """Load every weight of ``model`` strictly from ``checkpoint`` (what :func:`read_checkpoint` returned for the
+    file ``source`` names): how every tool loads one.
 
     Raises:
-        FileNotFoundError, ValueError: See :func:`read_checkpoint`, :func:`extract_state_dict`, :func:`check_fit`.
+        ValueError: See :func:`extract_state_dict`, :func:`check_fit`.
     """
-    if isinstance(checkpoint, str):
-        source = source or checkpoint
-        checkpoint = read_checkpoint(checkpoint)
-    source = source or 'checkpoint'
     state_dict = extract_state_dict(checkpoint, source)
     check_fit(model, state_dict, source)
     model.load_state_dict(state_dict)
-    return checkpoint
 
 
 def load_pretrained(model: nn.Module,
                     filename: str,
-                    dropped_prefixes: Sequence[str] = (),
-                    new_prefixes: Sequence[str] = (),
+                    dropped_prefixes: Tuple[str, ...] = (),
+                    new_prefixes: Tuple[str, ...] = (),
                     prefix: str = '',
                     convert: Optional[Callable[[StateDict], StateDict]] = None,
                     before_load: Optional[Callable[[], None]] = None) -> None:
@@ -143,8 +134,8 @@ def load_pretrained(model: nn.Module,
     Args:
         model (nn.Module): The backbone.
         filename (str): Path or URL of the checkpoint.
-        dropped_prefixes (Sequence[str]): File keys dropped without complaint (a classifier).
-        new_prefixes (Sequence[str]): Model keys the file may lack (they keep their initial values).
+        dropped_prefixes (tuple[str]): File keys dropped without complaint (a classifier).
+        new_prefixes (tuple[str]): Model keys the file may lack (they keep their initial values).
         prefix (str): See :func:`extract_state_dict`.
         convert (callable, optional): Maps a foreign layout to the model's.
         before_load (callable, optional): Called once the file is known to fit, right before loading.
@@ -152,8 +143,8 @@ def load_pretrained(model: nn.Module,
     state_dict = extract_state_dict(read_checkpoint(filename), filename, prefix)
     if convert is not None:
         state_dict = convert(state_dict)
-    dropped = sorted(key for key in state_dict if starts_with_any(key, dropped_prefixes))
-    state_dict = {key: value for key, value in state_dict.items() if not starts_with_any(key, dropped_prefixes)}
+    dropped = sorted(key for key in state_dict if key.startswith(dropped_prefixes))
+    state_dict = {key: value for key, value in state_dict.items() if not key.startswith(dropped_prefixes)}
     missing = sorted(key for key in model.state_dict() if key not in state_dict)
     check_fit(model, state_dict, filename, new_prefixes,
               'Is it a checkpoint of another variant (check `arch`) or of another model?')

@@ -67,10 +67,8 @@ def fetch_checkpoint(url: str) -> str:
             torch.hub.download_url_to_file(url, local, progress=False)
         return local
     except OSError as error:  # urllib's HTTPError and URLError, a timeout, an unwritable cache
-        reason = (f'HTTP {error.code} {error.reason}' if hasattr(error, 'code') else str(error.reason)
-                  if hasattr(error, 'reason') else error.strerror or type(error).__name__)
-    raise ValueError(f'{url} could not be fetched ({reason}); mmrmt downloads a checkpoint only when the '
-                     'network allows: download it yourself and give the file\'s path')
+        raise ValueError(f'{url} could not be fetched ({one_line_reason(error)}); mmrmt downloads a checkpoint only '
+                         'when the network allows: download it yourself and give the file\'s path') from None
 
 
 def is_safetensors_head(head: bytes) -> bool:
@@ -91,20 +89,6 @@ def checkpoint_file_problem(filename: str, head: bytes, safetensors: bool = Fals
         return None if zipfile.is_zipfile(filename) else (
             'the file is truncated or corrupted (its zip directory is missing)')
     return None if head.startswith(b'\x80') else f'it is neither a zip archive nor a pickle (it starts with {head!r})'
-
-
-def read_safetensors(filename: str) -> object:
-    """The tensors of a safetensors file on the CPU (with our converters' ``meta``: ``{'state_dict', 'meta'}``);
-    a ``ValueError`` for a truncated or corrupted one."""
-    try:
-        with safe_open(filename, framework='pt', device='cpu') as file:
-            tensors = {key: file.get_tensor(key) for key in file.keys()}
-            meta_text = (file.metadata() or {}).get(SAFETENSORS_META_KEY)
-        meta = None if meta_text is None else json.loads(meta_text)
-    except Exception as error:  # safetensors' SafetensorError, json's errors
-        raise ValueError(f'{filename} is not a readable safetensors file (truncated or corrupted?): '
-                         f'{one_line_reason(error)}') from error
-    return tensors if meta is None else dict(state_dict=tensors, meta=meta)
 
 
 def read_checkpoint(filename: str) -> object:
@@ -128,20 +112,17 @@ def read_checkpoint(filename: str) -> object:
     problem = checkpoint_file_problem(filename, head, safetensors)
     if problem is not None:
         raise ValueError(f'{unreadable}: {problem}')
-    if safetensors:
-        return read_safetensors(filename)
     try:
-        return load_weights_only(filename, map_location='cpu')
+        if not safetensors:
+            return load_weights_only(filename, map_location='cpu')
+        with safe_open(filename, framework='pt', device='cpu') as file:
+            tensors = {key: file.get_tensor(key) for key in file.keys()}
+            meta = (file.metadata() or {}).get(SAFETENSORS_META_KEY)
+        return tensors if meta is None else dict(state_dict=tensors, meta=json.loads(meta))
     except CheckpointRefusedError:  # its own one line
         raise
-    except Exception as error:  # torch raises many kinds for a foreign file
-        raise ValueError(f'{unreadable}: {one_line_reason(error)}') from error
-
-
-def written_by_mmengine(checkpoint: object) -> bool:
-    """Whether ``checkpoint`` was saved by an mmengine runner (``meta['mmengine_version']``)."""
-    return (isinstance(checkpoint, dict) and isinstance(checkpoint.get('meta'), dict)
-            and 'mmengine_version' in checkpoint['meta'])
+    except Exception as error:  # past the header, torch and safetensors raise many kinds for a damaged file
+        raise ValueError(f'{unreadable} (truncated or corrupted?): {one_line_reason(error)}') from error
 
 
 def extract_state_dict(checkpoint: object, source: str = 'checkpoint', prefix: str = '') -> StateDict:

@@ -52,13 +52,11 @@ def history_buffer_statistic(owner: type, name: str) -> Callable:
 @lru_cache(maxsize=None)
 def checkpoint_safe_globals() -> Tuple[object, ...]:
     """What a weights-only load of mmrmt allows besides tensors and containers (see the module)."""
-    try:
-        from numpy._core import multiarray
-    except ImportError:  # numpy 1
-        from numpy.core import multiarray
     dtype_classes = sorted({type(np.dtype(scalar_type)) for scalar_type in NUMERIC_TYPES}, key=str)
+    # the functions an array and a scalar pickle as (multiarray's _reconstruct and scalar), by numpy 1's and 2's names
+    functions = (np.ndarray(0).__reduce__()[0], np.float64(0).__reduce__()[0])
     reconstructors = [(function, f'{module}.{function.__name__}') for module in ('numpy.core.multiarray',
-                      'numpy._core.multiarray') for function in (multiarray._reconstruct, multiarray.scalar)]
+                      'numpy._core.multiarray') for function in functions]
     try:
         from mmengine.logging import HistoryBuffer
         history = [HistoryBuffer, (history_buffer_statistic, 'builtins.getattr')]

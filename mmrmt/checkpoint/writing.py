@@ -1,6 +1,4 @@
-"""Write a checkpoint as ``.pth`` or, weights only, as ``.safetensors`` (the converters' one way to save);
-its SHA-256."""
-import hashlib
+"""Write a checkpoint as ``.pth`` or, weights only, as ``.safetensors`` (the converters' one way to save)."""
 import json
 from pathlib import Path
 
@@ -25,12 +23,3 @@ def save_checkpoint(payload: dict, path: str, safetensors: bool) -> None:
         metadata[SAFETENSORS_META_KEY] = json.dumps(payload['meta'])
     # safetensors' save_file writes a new file of mode 0600 and renames it onto ``path``: the bytes go into ``path``
     Path(path).write_bytes(save(tensors, metadata=metadata))
-
-
-def sha256_of(path: str) -> str:
-    """The SHA-256 of the file at ``path``, in hex (what ``sha256sum`` prints)."""
-    digest = hashlib.sha256()
-    with open(path, 'rb') as file:
-        for block in iter(lambda: file.read(1 << 20), b''):
-            digest.update(block)
-    return digest.hexdigest()

@@ -4,6 +4,7 @@ mmengine records absolute checkpoint paths in ``<work_dir>/last_checkpoint`` and
 after ``cp -r wd wd2`` both name files in ``wd``, so resuming ``wd2`` would load ``wd``'s checkpoint and a new best
 one would delete ``wd``'s. Here such paths are moved into the run's own checkpoint folder (same file name).
 """
+import glob
 import os.path as osp
 import posixpath
 from typing import Optional, Tuple
@@ -33,6 +34,21 @@ def checkpoint_folder(work_dir: str, out_dir: Optional[str] = None) -> str:
     if out_dir is None:
         return work_dir
     return posixpath.join(out_dir if is_remote(out_dir) else osp.abspath(out_dir), osp.basename(work_dir))
+
+
+def earlier_run_problem(work_dir: str, out_dir: Optional[str] = None) -> Optional[str]:
+    """Why a run that does not resume may not train in ``work_dir`` (``out_dir``: its CheckpointHook's): the folder
+    holds an earlier run's checkpoints (``*.pth``, ``last_checkpoint``), which mmengine would overwrite; None if
+    it holds none."""
+    record = osp.join(work_dir, 'last_checkpoint')
+    folder = checkpoint_folder(work_dir, out_dir)
+    checkpoints = [] if is_remote(folder) else sorted(glob.glob(osp.join(glob.escape(folder), '*.pth')))
+    if not (osp.isfile(record) or checkpoints):
+        return None
+    held = record if osp.isfile(record) else checkpoints[0] + (
+        f' and {len(checkpoints) - 1} more checkpoints' if len(checkpoints) > 1 else '')
+    return (f'work dir {work_dir} holds an earlier run ({held}), which this run would overwrite: add --resume to '
+            'continue it, or choose another --work-dir')
 
 
 def is_inside(path: str, folder: str) -> bool:

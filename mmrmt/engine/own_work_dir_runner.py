@@ -16,8 +16,8 @@ from mmrmt.registry import RUNNERS as MMRMT_RUNNERS
 from mmrmt.run_claim import ClaimError, RunClaim
 from mmrmt.upstream_fixes import make_checkpoint_inert
 from .inductor_options import compile_setting_problem
-from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, keep_checkpoint_paths_own,
-                             own_last_checkpoint)
+from .own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir, earlier_run_problem,
+                             keep_checkpoint_paths_own, own_last_checkpoint)
 from .resume_rng_hook import ResumeRNGHook
 
 #: The file a run holds in its work dir (:mod:`mmrmt.run_claim`).
@@ -35,8 +35,10 @@ class OwnWorkDirRunner(Runner):
     """mmengine's :class:`~mmengine.runner.Runner` (same arguments), keeping to a work dir of its own: the checkpoint
     gate of every launcher (:func:`~mmrmt.checkpoint.read_checkpoint_to_load` of a local ``load_from``, the ``compile``
     options known, before the work dir exists), one run at a time (:func:`work_dir_claim`, taken by rank 0 before
-    anything is written, given back after ``train()``, ``val()``, ``test()``), ``resume=True`` from the run's own
-    checkpoints (moved into its folder: :func:`~mmrmt.engine.own_last_checkpoint`, the message hub's paths too), a
+    anything is written, given back after ``train()``, ``val()``, ``test()``), no training over an earlier run's
+    checkpoints unless resuming (:func:`~mmrmt.engine.own_checkpoint.earlier_run_problem`), ``resume=True`` from the
+    run's own checkpoints (moved into its folder: :func:`~mmrmt.engine.own_last_checkpoint`, the message hub's paths
+    too), a
     :class:`ResumeRNGHook` unless the hooks hold one, plain data only in a loaded ``meta['config']``, local checkpoints
     written whole. mmrmt's configs select it (``runner_type='mmrmt.OwnWorkDirRunner'``); mmseg's test.py by the fix
     ``honoured-runner-type``."""
@@ -86,6 +88,12 @@ class OwnWorkDirRunner(Runner):
             if moved:
                 self._notes.append(moved)
 
+    def dump_config(self) -> None:
+        """mmengine's copy of the config in the work dir, but never over that of an earlier run whose checkpoints are
+        there (each run's own copy is in its log folder, ``vis_data/config.py``)."""
+        if earlier_run_problem(self.work_dir, checkpoint_out_dir(self.cfg)) is None:
+            super().dump_config()
+
     def build_logger(self, *args, **kwargs) -> MMLogger:
         """mmengine's, its first lines the notes of :meth:`setup_env`."""
         logger = super().build_logger(*args, **kwargs)
@@ -94,6 +102,11 @@ class OwnWorkDirRunner(Runner):
         return logger
 
     def train(self) -> Any:
+        """mmengine's, refused in one line where a run that does not resume would overwrite an earlier run's
+        checkpoints (any launcher: mmdet's and mmseg's own train.py too)."""
+        if not self._resume:
+            self._end_unless_rank0_finds_none(
+                lambda: earlier_run_problem(self.work_dir, checkpoint_out_dir(self.cfg)))
         return self._in_own_work_dir(super().train)
 
     def val(self) -> dict:
@@ -153,20 +166,26 @@ class OwnWorkDirRunner(Runner):
             self._release_work_dir()
 
     def _claim_work_dir(self) -> None:
-        """Rank 0 claims the work dir (a claim it holds stays held); every rank learns whether it got it, and ends
-        if not."""
-        refusal = [None]
-        if self.rank == 0:
-            self._work_dir_claim = self._work_dir_claim or work_dir_claim(self.work_dir)
-            try:
-                self._work_dir_claim.take()
-            except ClaimError as error:
-                refusal = [str(error)]
-            except OSError as error:  # e.g. a read-only work dir: every rank must learn it
-                refusal = [f'cannot create {self._work_dir_claim.path}: {error.strerror}']
-        broadcast_object_list(refusal)
-        if refusal[0] is not None:
-            self._exit_with(refusal[0])
+        """Rank 0 claims the work dir (a claim it holds stays held); every rank ends if it did not get it."""
+        self._end_unless_rank0_finds_none(self._take_work_dir)
+
+    def _take_work_dir(self) -> Optional[str]:
+        """Take the work dir's claim; why it could not be taken, or None."""
+        self._work_dir_claim = self._work_dir_claim or work_dir_claim(self.work_dir)
+        try:
+            self._work_dir_claim.take()
+        except ClaimError as error:
+            return str(error)
+        except OSError as error:  # e.g. a read-only work dir: every rank must learn it
+            return f'cannot create {self._work_dir_claim.path}: {error.strerror}'
+        return None
+
+    def _end_unless_rank0_finds_none(self, problem_of: Callable[[], Optional[str]]) -> None:
+        """Rank 0 calls ``problem_of``; every rank learns its answer and ends with it, unless it is None."""
+        problem = [problem_of() if self.rank == 0 else None]
+        broadcast_object_list(problem)
+        if problem[0] is not None:
+            self._exit_with(problem[0])
 
     def _release_work_dir(self) -> None:
         if self._work_dir_claim is not None:

@@ -1,11 +1,12 @@
 """``--cfg-options KEY=VALUE ...``, checked before anything is built (mmengine merges any key, so a typo is
-ignored and a bad value fails deep inside the run): the pairs' form and brackets; ``dict(...)`` values, which
-mmengine's ``DictAction`` cannot read, read as data (never evaluated); each key a setting of the config, of the
-runner or an argument of the component that receives it, else the nearest is named; known fields' values."""
+ignored and a bad value fails deep inside the run): the pairs' form; values that mmengine's ``DictAction`` cannot
+read (``dict(...)``, brackets it refuses) read by Python as data, never evaluated; each key a setting of the config,
+of the runner or an argument of the component that receives it, else the nearest is named; known fields' values."""
 import argparse
 import ast
 import inspect
-from typing import Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from contextlib import suppress
+from typing import Any, Callable, Collection, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from mmengine.config import Config, DictAction
 from mmengine.registry import (DATASETS, EVALUATOR, HOOKS, LOG_PROCESSORS, LOOPS, METRICS, MODELS, OPTIM_WRAPPERS,
@@ -26,9 +27,6 @@ RUN_SETTINGS = frozenset(
     {*inspect.signature(Runner.__init__).parameters} - {'self', 'cfg'}
     | {'runner_type', 'model_wrapper_cfg', 'find_unused_parameters', 'compile', 'amp_loss_scale',
        'tta_model', 'tta_pipeline'})
-#: Brackets of a value, openers to closers and back.
-CLOSERS = {'(': ')', '[': ']', '{': '}'}
-BRACKETS = {closer: opener for opener, closer in CLOSERS.items()}
 #: ``SETTING._delete_=True`` replaces SETTING by the dict the other keys under it make; ``COMPONENT.type=NAME``
 #: makes COMPONENT another class, whose arguments the other keys under it name.
 DELETE_SUFFIX, TYPE_SUFFIX = '._delete_', '.type'
@@ -48,29 +46,11 @@ def add_cfg_options(parser: argparse.ArgumentParser, example: str = 'train_cfg.m
         help=f'override config settings, e.g. {example}; lists as key="[a,b]" (no spaces)')
 
 
-def bracket_problem(value: str) -> Optional[str]:
-    """Where the brackets of ``value`` do not balance, or a quote is not closed (brackets in quotes are text); None
-    if neither."""
-    opened: List[Tuple[str, int]] = []
-    quote = None
-    for position, char in enumerate(value, 1):
-        if quote is not None or char in '\'"':
-            quote = None if char == quote else quote or char
-        elif char in CLOSERS:
-            opened.append((char, position))
-        elif char in BRACKETS:
-            if not opened or opened[-1][0] != BRACKETS[char]:
-                return f'the {char!r} at character {position} of the value closes no {BRACKETS[char]!r}'
-            opened.pop()
-    if quote is not None:
-        return f'the value has an unclosed {quote}'
-    return f'the {opened[0][0]!r} at character {opened[0][1]} of the value is never closed' if opened else None
-
-
-def dict_value(value: str, pair: str) -> Any:
-    """``value`` (of ``pair``, the whole ``KEY=VALUE``), which holds ``dict(...)``, read as data, never evaluated:
-    its literals as Python reads them (``dict(NAME=VALUE, ...)`` a dict), anything else as its text, read as
-    ``DictAction`` reads a word (``true`` True, ``LinearLR`` text); values apart at the top level a list."""
+def python_value(value: str, pair: str) -> Any:
+    """``value`` (of ``pair``, the whole ``KEY=VALUE``) read by Python as data, never evaluated: its literals as
+    Python reads them (``dict(NAME=VALUE, ...)`` a dict), anything else as its text, read as ``DictAction`` reads a
+    word (``true`` True, ``LinearLR`` text); values apart at the top level a list. A value Python cannot parse (an
+    unclosed bracket: the shell split the value at a space) is refused with Python's reason and character."""
     text = f'[{value}]'
 
     def as_text(node: ast.expr) -> Any:  # what is not a literal; a dict(...) that is not dict(NAME=VALUE, ...)
@@ -80,32 +60,39 @@ def dict_value(value: str, pair: str) -> Any:
         return DictAction._parse_int_float_bool(ast.get_source_segment(text, node))
 
     try:
+        ast.parse(value, mode='eval')  # Python's reason at the value as given, not at the brackets around it
         values = literal_value(ast.parse(text, mode='eval').body, as_text)
     except SyntaxError as error:
-        problem = f'the value does not parse at character {error.offset - 1} ({error.msg})'
+        problem = f'the value does not parse at character {error.offset} ({error.msg})'
     except NotPlainData as error:
         problem = f'the value is not plain data ({error})'
     else:
         return values[0] if len(values) == 1 else values
-    raise PreflightError(f'--cfg-options {pair}: {problem}; write dict(NAME=VALUE, ...) with literals or names as '
-                         'values, other text quoted, e.g. \'key=dict(type=Resize, path="a b/c.jpg")\'')
+    raise PreflightError(f'--cfg-options {pair}: {problem}; quote a value with spaces as one argument, and write '
+                         'dict(NAME=VALUE, ...) with literals or names as values, other text quoted, e.g. '
+                         '\'key=[dict(type=Resize, path="a b/c.jpg")]\'')
 
 
-def parse_cfg_options(pairs: Sequence[str]) -> Dict[str, Any]:
-    """``['a.b=1', 'c=x']`` -> ``{'a.b': 1, 'c': 'x'}``, values read as ``DictAction`` reads them (with
-    ``dict(...)``: by :func:`dict_value`); a :class:`PreflightError` for a pair without ``=`` or key, or
-    with brackets that do not balance."""
+def cfg_value(value: str, pair: str) -> Any:
+    """``value`` (of ``pair``) as mmengine's ``DictAction`` reads it, else (``dict(...)``, or brackets it cannot
+    read) by :func:`python_value`."""
+    if 'dict(' not in value:
+        with suppress(AssertionError, RecursionError):  # brackets that do not balance; 'f(a,b)', split without end
+            return DictAction._parse_iterable(value)
+    return python_value(value, pair)
+
+
+def parse_pairs(pairs: Sequence[str], flag: str, read_value: Callable[[str, str], Any] = cfg_value) -> Dict[str, Any]:
+    """``['a.b=1', 'c=x']`` -> ``{'a.b': 1, 'c': 'x'}``, each value ``read_value(VALUE, KEY=VALUE)``: the one reader
+    of the tools' ``KEY=VALUE`` options; a :class:`PreflightError` naming ``flag`` for a pair without ``=`` or
+    key."""
     options = {}
     for pair in pairs:
         key, equals, value = pair.partition('=')
         if not equals or not key:
-            raise PreflightError(f'--cfg-options takes KEY=VALUE pairs, got {pair!r}; e.g. '
-                                 f'{pair or "train_cfg.max_iters"}=VALUE')
-        problem = bracket_problem(value)
-        if problem is not None:
-            raise PreflightError(f'--cfg-options {pair}: {problem} (a value with spaces must be one '
-                                 'argument: quote it, e.g. \'key=[dict(a=1), dict(a=2)]\')')
-        options[key] = dict_value(value, pair) if 'dict(' in value else DictAction._parse_iterable(value)
+            raise PreflightError(f'{flag} takes KEY=VALUE pairs, got {pair!r}; e.g. {key or "KEY"}={value or "VALUE"}, '
+                                 'one argument each (quote a value with spaces)')
+        options[key] = read_value(value, pair)
     return options
 
 
@@ -201,10 +188,10 @@ def apply_cfg_options(cfg: Config, pairs: Optional[Sequence[str]]) -> Config:
         Config: ``cfg``.
 
     Raises:
-        PreflightError: See :func:`parse_cfg_options` and :func:`check_key`; a field the tools know
+        PreflightError: See :func:`parse_pairs`, :func:`python_value` and :func:`check_key`; a field the tools know
             (:data:`FIELD_KINDS`) with a value of the wrong type or range.
     """
-    options = parse_cfg_options(pairs or [])
+    options = parse_pairs(pairs or [], '--cfg-options')
     replaced = {key[:-len(DELETE_SUFFIX)] for key, value in options.items()
                 if key.endswith(DELETE_SUFFIX) and value is True}
     retyped = {key[:-len(TYPE_SUFFIX)]: value for key, value in options.items() if key.endswith(TYPE_SUFFIX)}

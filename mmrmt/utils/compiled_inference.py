@@ -4,12 +4,13 @@ time said once. Why these modules, options and input sizes (measured): docs/benc
 tools". A config's own ``compile`` setting is mmengine's, for its training step; ``--compile`` leaves it alone.
 """
 import argparse
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from mmengine.config import DictAction
 from torch import nn
 
-from mmrmt.engine.inductor_options import inductor_option_problem
+from mmrmt.engine.inductor_options import inductor_options_problem
+from .cfg_options import parse_pairs
 from .preflight import PreflightError
 
 #: The inference tools' help of ``--compile``.
@@ -18,33 +19,6 @@ COMPILE_HELP = ('torch.compile (Inductor) the backbone and neck for inference, w
 #: The Inductor options of ``--compile`` for inference, which the user's ``--compile-options`` update: the
 #: weights are folded into the graph when it first runs, after the tools loaded the checkpoint.
 INFERENCE_OPTIONS = {'freezing': True}
-
-
-def parse_compile_options(pairs: Sequence[str], flag: str = '--options') -> Dict[str, Any]:
-    """The Inductor options that ``KEY=VALUE`` ``pairs`` name, checked.
-
-    Args:
-        pairs (Sequence[str]): The options as given, e.g. ``['freezing=True']`` (values read as mmengine's
-            ``DictAction`` reads a scalar; nothing is evaluated).
-        flag (str): The option that gave them, in messages.
-
-    Returns:
-        dict: Option name (underscores) to value, for ``torch.compile(options=...)``.
-
-    Raises:
-        PreflightError: A pair without ``=``, an option Inductor does not have, or a value of another type.
-    """
-    options = {}
-    for pair in pairs:
-        key, equals, text = pair.partition('=')
-        name = key.strip().replace('-', '_')
-        if not equals or not name:
-            raise PreflightError(f'{flag} {pair}: give KEY=VALUE, e.g. freezing=True')
-        options[name] = DictAction._parse_int_float_bool(text.strip().strip('\'"'))
-        problem = inductor_option_problem(name, options[name])
-        if problem is not None:
-            raise PreflightError(f'{flag} {pair}: {problem}')
-    return options
 
 
 def format_compile_options(options: Dict[str, Any]) -> str:
@@ -60,19 +34,36 @@ def add_compile_arguments(parser: argparse.ArgumentParser, compile_help: str = C
                         "'max_autotune=True' (over freezing=True for inference)")
 
 
-def check_compile(compile: bool, pairs: List[str], device_type: str) -> Optional[Dict[str, Any]]:
+def check_compile(compile: bool, pairs: Sequence[str], device_type: str,
+                  flag: str = '--compile-options') -> Optional[Dict[str, Any]]:
     """The user's Inductor options of ``--compile`` (None without ``--compile``), checked, and that Inductor can
     build its code on ``device_type`` ('cpu': a C++ compiler; 'cuda': Triton).
 
+    Args:
+        compile (bool): Whether ``--compile`` was given.
+        pairs (Sequence[str]): The options as given (``flag``), e.g. ``['freezing=True']``, read by the tools' one
+            reader (:func:`~mmrmt.utils.cfg_options.parse_pairs`), each value as mmengine's ``DictAction`` reads a
+            scalar, quotes stripped (Inductor's options are scalars, some text with commas, e.g.
+            ``max_autotune_gemm_backends=CPP,ATEN``); nothing is evaluated.
+        device_type (str): Where the compiled code runs.
+        flag (str): The option that gave ``pairs``, in messages.
+
+    Returns:
+        dict | None: Option name (underscores) to value, for ``torch.compile(options=...)``.
+
     Raises:
-        PreflightError: ``--compile-options`` without ``--compile``, a bad option (:func:`parse_compile_options`),
-            or no compiler for Inductor's code.
+        PreflightError: ``flag`` without ``--compile``; a pair without ``=``, an option Inductor does not have or
+            a value of another type; no compiler for Inductor's code.
     """
     if not compile:
         if pairs:
-            raise PreflightError('--compile-options set the options of --compile: add --compile')
+            raise PreflightError(f'{flag} set the options of --compile: add --compile')
         return None
-    options = parse_compile_options(pairs, flag='--compile-options')
+    given = parse_pairs(pairs, flag, lambda value, pair: DictAction._parse_int_float_bool(value.strip('\'" ')))
+    options = {key.replace('-', '_'): value for key, value in given.items()}
+    problem = inductor_options_problem(options)
+    if problem is not None:
+        raise PreflightError(f'{flag} {problem}')
     if device_type == 'cuda':
         from torch.utils._triton import has_triton
         if not has_triton():
@@ -83,8 +74,8 @@ def check_compile(compile: bool, pairs: List[str], device_type: str) -> Optional
     try:
         cpp_builder.get_cpp_compiler()
     except exc.InvalidCxxCompiler:
-        raise PreflightError('--compile on the CPU: Inductor builds C++ and finds no compiler (g++ or the CXX '
-                             'of torch._inductor.config.cpp.cxx); install g++, or run without --compile') from None
+        raise PreflightError('torch.compile on the CPU: Inductor builds C++ and finds no compiler (g++ or the CXX '
+                             'of torch._inductor.config.cpp.cxx); install g++, or run without compiling') from None
     return options
 
 

@@ -2,12 +2,13 @@
 an input is never one), read, convert, write to a temporary file, prove it by a strict load, then move it into
 place, so a failure leaves every file as it was."""
 import argparse
+import hashlib
 import inspect
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple, Type, Union
 
 from mmrmt.checkpoint import (StateDict, extract_state_dict, is_safetensors_name, load_pretrained, read_saved_config,
-                              save_checkpoint, sha256_of, written_by_mmengine)
+                              save_checkpoint)
 from mmrmt.models.backbones.base_backbone import PyramidBackbone
 from ..atomic_file import UnwritableError, replaced_atomically
 from .output_guard import check_new_file
@@ -42,7 +43,7 @@ def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str
         with replaced_atomically(dst) as temporary:
             save_checkpoint(payload, temporary, safetensors=is_safetensors_name(dst))
             verify(temporary)
-            digest = sha256_of(temporary)
+            digest = hashlib.sha256(Path(temporary).read_bytes()).hexdigest()  # as large as the weights in memory
     except UnwritableError:  # its own line
         raise
     except OSError as error:
@@ -72,7 +73,8 @@ def backbone_weights(src: str, backbone_cls: Type[PyramidBackbone]) -> Tuple[Sta
     else converted by the backbone's ``upstream_files``, the classifier dropped, the arch recognised from the
     shapes."""
     checkpoint = read_source(src)
-    if written_by_mmengine(checkpoint):
+    meta = checkpoint.get('meta') if isinstance(checkpoint, dict) else None
+    if isinstance(meta, dict) and 'mmengine_version' in meta:  # an mmengine runner wrote it
         return (extract_state_dict(checkpoint, src, prefix='backbone.'),
                 trained_arch(checkpoint, backbone_cls, src))
     upstream = backbone_cls.upstream_files

@@ -1,13 +1,12 @@
 """The paths a run reads and writes, checked before anything is built: its inputs exist, and no output is
-(or lies inside) an input, links resolved, whatever ``--force`` says, nor overwrites an earlier run."""
-import glob
+(or lies inside) an input, links resolved, whatever ``--force`` says (the runner refuses to train over an earlier
+run: :func:`mmrmt.engine.own_checkpoint.earlier_run_problem`)."""
 import os.path as osp
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from mmengine.config import Config
 
 from mmrmt.checkpoint import is_remote
-from mmrmt.engine.own_checkpoint import checkpoint_folder
 from .preflight import PreflightError, check_writable
 
 DEMO_DATA_HINT = 'for the demo configs run `python tools/misc/make_demo_data.py`'
@@ -102,17 +101,3 @@ def dataloader_inputs(cfg: Config, dataloaders: Iterable[str]) -> List[Input]:
             inputs += [(f'the {role} of {name}', path) for role, path, _ in paths
                        if not (role == 'data root' and has_prefix)]
     return inputs
-
-
-def check_no_earlier_run(work_dir: str, out_dir: Optional[str] = None) -> None:
-    """Fail if ``work_dir`` (of a run that does not resume; ``out_dir``: its CheckpointHook's) holds an earlier run's
-    checkpoints (``iter_N.pth``, ``last_checkpoint``), which mmengine would overwrite."""
-    record = osp.join(work_dir, 'last_checkpoint')
-    folder = checkpoint_folder(work_dir, out_dir)
-    checkpoints = [] if is_remote(folder) else sorted(glob.glob(osp.join(glob.escape(folder), '*.pth')))
-    if not (osp.isfile(record) or checkpoints):
-        return
-    held = record if osp.isfile(record) else checkpoints[0] + (
-        f' and {len(checkpoints) - 1} more checkpoints' if len(checkpoints) > 1 else '')
-    raise PreflightError(f'work dir {work_dir} holds an earlier run ({held}), which this run would overwrite: '
-                         'add --resume to continue it, or choose another --work-dir')

@@ -1,7 +1,7 @@
 """The dtypes bf16 attention can be forced to compute in here, for tests that run both paths."""
 import torch
 
-from mmrmt.amp import half_precision_kernel_runs
+from mmrmt.amp.cpu_attention import half_precision_kernel_runs
 from mmrmt.cpu_features import cpu_features
 
 #: bfloat16 where torch's fused CPU attention runs it under the kernel set in force (not on AMX tiles

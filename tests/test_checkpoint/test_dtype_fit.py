@@ -10,7 +10,7 @@ import torch
 from mmengine.config import Config
 from safetensors.torch import save_file
 
-from mmrmt.checkpoint import TensorSpec, cast_note, check_fit, fit_problems, load_model_weights, specs
+from mmrmt.checkpoint import TensorSpec, cast_note, check_fit, fit_problems, load_model_weights, read_checkpoint, specs
 from mmrmt.models import RMT
 from mmrmt.utils import PreflightError, check_run_checkpoint
 from helpers.backbones import RMT_TINY
@@ -82,7 +82,7 @@ def test_a_tools_weights_of_another_kind_are_one_line(tmp_path, dtype, suffix):
     path = write(as_dtype(model.state_dict(), dtype), tmp_path / f'quantised{suffix}')
     with pytest.raises(ValueError, match=rf'^{re.escape(path)} does not fit RMT: \d+ {KIND_PROBLEM} '
                                          rf'\(\S+: file {str(dtype)[6:]} vs model float32') as error:
-        load_model_weights(model, path)
+        load_model_weights(model, read_checkpoint(path), path)
     assert '\n' not in str(error.value)
     assert all(torch.equal(value, before[key]) for key, value in model.state_dict().items())
 
@@ -100,7 +100,8 @@ def test_a_floating_file_where_the_model_counts_is_refused(tmp_path):
     state = tiny_rmt().state_dict()
     state = {key: value.float() for key, value in state.items()}  # num_batches_tracked as float32
     with pytest.raises(ValueError, match=r'num_batches_tracked: file float32 vs model int64'):
-        load_model_weights(tiny_rmt(), write(state, tmp_path / 'counts.safetensors'))
+        path = write(state, tmp_path / 'counts.safetensors')
+        load_model_weights(tiny_rmt(), read_checkpoint(path), path)
 
 
 def test_a_half_precision_init_cfg_loads(tmp_path, caplog):

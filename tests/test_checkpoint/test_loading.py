@@ -4,7 +4,8 @@ import pickle
 import pytest
 import torch
 
-from mmrmt.checkpoint import CheckpointRefusedError, checkpoint_file_problem, one_line_reason, read_checkpoint
+from mmrmt.checkpoint import CheckpointRefusedError, one_line_reason, read_checkpoint
+from mmrmt.checkpoint.reading import checkpoint_file_problem
 
 
 @pytest.mark.parametrize('error,expected', [
@@ -52,3 +53,14 @@ def test_refused_object_is_named_on_one_line(tmp_path):
     assert message.startswith(f'checkpoint {path} holds Python objects besides weights (UnpicklingError: '
                               'Unsupported global: GLOBAL print was not an allowed global')
     assert '\n' not in message and '\x1b' not in message
+
+
+def test_a_damaged_file_past_its_header_is_one_line(tmp_path):
+    """A file whose first bytes pass for a checkpoint but which torch cannot read: the reason, with the likely
+    cause (torch's own line for a cut pickle is a bare ``EOFError``)."""
+    path = tmp_path / 'cut.pth'
+    torch.save({'w': torch.ones(3)}, path, _use_new_zipfile_serialization=False)
+    path.write_bytes(path.read_bytes()[:20])
+    with pytest.raises(ValueError) as error:
+        read_checkpoint(str(path))
+    assert str(error.value) == f'{path} is not a readable PyTorch checkpoint (truncated or corrupted?): EOFError'

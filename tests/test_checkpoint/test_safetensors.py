@@ -76,7 +76,8 @@ def test_tools_weights_load_a_safetensors_file_strictly(tmp_path, no_unpickling)
     path = str(tmp_path / 'model.safetensors')
     save_checkpoint(dict(state_dict=model.state_dict(), meta=dict(classes=['a', 'b'])), path, safetensors=True)
     other = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
-    checkpoint = load_model_weights(other, path)  # what --weights runs
+    checkpoint = read_checkpoint(path)
+    load_model_weights(other, checkpoint, path)  # what --weights runs
     assert checkpoint['meta'] == dict(classes=['a', 'b'])
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), other.state_dict().values()))
 

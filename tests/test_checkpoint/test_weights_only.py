@@ -9,7 +9,8 @@ import pytest
 import torch
 from mmengine.logging import HistoryBuffer, MessageHub
 
-from mmrmt.checkpoint import checkpoint_safe_globals, load_weights_only
+from mmrmt.checkpoint import load_weights_only
+from mmrmt.checkpoint.weights_only import checkpoint_safe_globals
 
 
 def mmengine_like_checkpoint() -> dict:

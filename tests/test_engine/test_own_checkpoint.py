@@ -6,7 +6,7 @@ from mmengine.config import Config
 from mmengine.logging import MessageHub
 
 from mmrmt.engine.own_checkpoint import (ForeignCheckpointError, checkpoint_folder, checkpoint_out_dir,
-                                         keep_checkpoint_paths_own, own_last_checkpoint)
+                                         earlier_run_problem, keep_checkpoint_paths_own, own_last_checkpoint)
 
 
 def record(work_dir: Path, checkpoint: Path) -> None:
@@ -70,3 +70,18 @@ def test_resumed_message_hub_names_only_own_checkpoints(tmp_path):
     assert hub.get_info('best_ckpt_mIoU') == f'{tmp_path}/best_mIoU_iter_2.pth'
     assert hub.get_info('last_ckpt') == f'{tmp_path}/iter_4.pth'
     assert hub.get_info('iter') == 4
+
+
+@pytest.mark.parametrize('files,held', [
+    (['iter_2.pth', 'last_checkpoint'], '{run}/last_checkpoint'),
+    (['epoch_1.pth', 'iter_2.pth'], '{run}/epoch_1.pth and 1 more checkpoints'),
+])
+def test_an_earlier_run_is_never_overwritten(files, held, tmp_path):
+    run = tmp_path / 'run'
+    run.mkdir()
+    assert earlier_run_problem(str(run)) is None  # an empty work dir is free
+    for name in files:
+        (run / name).write_text(str(run / 'iter_2.pth'))
+    assert earlier_run_problem(str(run)) == (
+        f'work dir {run} holds an earlier run ({held.format(run=run)}), which this run would overwrite: add '
+        '--resume to continue it, or choose another --work-dir')

@@ -40,10 +40,10 @@ def refusal(option: str, config: Path = DET_CONFIG) -> str:
     ('modle.backbone.arch=t', "--cfg-options modle.backbone.arch: the config has no 'modle'; the nearest is model"),
     ('trian_cfg.max_iters=3',
      "--cfg-options trian_cfg.max_iters: the config has no 'trian_cfg'; the nearest is train_cfg"),
-    ('param_scheduler=[dict(type=LinearLR,', "--cfg-options param_scheduler=[dict(type=LinearLR,: the '[' at "
-     "character 1 of the value is never closed (a value with spaces must be one argument: quote it"),
-    ('end=20)]', "--cfg-options end=20)]: the ')' at character 3 of the value closes no '('"),
-    ('model.backbone.arch="t', '--cfg-options model.backbone.arch="t: the value has an unclosed "'),
+    ('param_scheduler=[dict(type=LinearLR,', "--cfg-options param_scheduler=[dict(type=LinearLR,: the value does "
+     "not parse at character 6 ('(' was never closed); quote a value with spaces as one argument"),
+    ('train_pipeline.2.scale=1,2)', "--cfg-options train_pipeline.2.scale=1,2): the value does not parse at "
+     "character 4 (unmatched ')'); quote a value with spaces as one argument"),  # mmengine's reader refuses it
     ('model.backbone.init_cfg=dict(x)', "the entries of dict(...) are NAME=VALUE, got 'x'"),
 ])
 def test_a_bad_override_is_one_line(option, expected):

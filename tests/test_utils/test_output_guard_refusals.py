@@ -1,10 +1,10 @@
 """The output guard's one lines (moved from tests/tools/test_bad_inputs_probe.py, whose rows keep one case a tool):
-an earlier run in the work dir, an output that is a data folder, the config or a checkpoint (links resolved), a
+an output that is a data folder, the config or a checkpoint (links resolved), a
 detector's --out that is no .pkl file."""
 import pytest
 from mmengine.config import Config
 
-from mmrmt.utils import PreflightError, check_no_earlier_run, check_not_an_input, dataloader_inputs
+from mmrmt.utils import PreflightError, check_not_an_input, dataloader_inputs
 from mmrmt.utils.prediction_out import check_prediction_out
 
 DET = Config(dict(default_scope='mmdet', test_dataloader=dict(
@@ -17,21 +17,6 @@ def refusal(check, *args) -> str:
     with pytest.raises(PreflightError) as refused:
         check(*args)
     return str(refused.value)
-
-
-@pytest.mark.parametrize('files,held', [
-    (['iter_2.pth', 'last_checkpoint'], '{run}/last_checkpoint'),
-    (['epoch_1.pth', 'iter_2.pth'], '{run}/epoch_1.pth and 1 more checkpoints'),
-])
-def test_an_earlier_run_is_never_overwritten(files, held, tmp_path):
-    run = tmp_path / 'run'
-    run.mkdir()
-    check_no_earlier_run(str(run))  # an empty work dir is free
-    for name in files:
-        (run / name).write_text(str(run / 'iter_2.pth'))
-    assert refusal(check_no_earlier_run, str(run)) == (
-        f'work dir {run} holds an earlier run ({held.format(run=run)}), which this run would overwrite: add '
-        '--resume to continue it, or choose another --work-dir')
 
 
 @pytest.mark.parametrize('cfg,output,role', [

@@ -58,7 +58,9 @@ def test_a_missing_file_is_named_with_its_role(role):
 
 def test_a_url_nothing_answers_is_one_line():
     url = 'http://127.0.0.1:9/checkpoint.pth'  # port 9, discard: refused at once, also offline
-    assert refusal(read_run_checkpoint, url, 'load_from').startswith(f'load_from {url} could not be fetched (')
+    line = refusal(read_run_checkpoint, url, 'load_from')
+    assert line.startswith(f'load_from {url} could not be fetched (URLError: ')  # urllib's own line
+    assert line.endswith('download it yourself and give the file\'s path')
 
 
 def test_a_backbone_file_cannot_be_resumed(tmp_path):

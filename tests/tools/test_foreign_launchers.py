@@ -2,6 +2,7 @@
 resumes beside ours: test_resume.py): an unknown compile option is one line before the work dir; a user's
 config that inherits ours and replaces the lists a hook could hang on (``custom_hooks``, ``default_hooks``)
 resumes as exactly, and the resumed checkpoint's code never runs."""
+import shutil
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,21 @@ def test_user_config_replacing_the_runner_still_runs_no_code(demo_root, tmp_path
     assert 'resumed epoch: 0, iter: 2' in resumed.stdout + resumed.stderr
     assert not marker.exists(), "the resume ran the checkpoint's meta['config']"
     assert (tmp_path / 'work' / 'iter_4.pth').is_file()
+
+
+@pytest.mark.parametrize('library,config,data_options,trained', LIBRARIES)
+def test_library_train_script_never_trains_over_an_earlier_run(library, config, data_options, trained, demo_root,
+                                                               tmp_path, request):
+    """Run twice into one work dir without --resume, mmdet's and mmseg's own train.py would write the second
+    run's checkpoints over the first's: the runner of our configs refuses in one line, the files untouched."""
+    work_dir = tmp_path / 'work'
+    shutil.copytree(request.getfixturevalue(trained), work_dir)
+    finished = {path: path.read_bytes() for path in work_dir.iterdir() if path.is_file()}
+    result = run_script(library_train_script(library), [config, '--work-dir', work_dir, '--cfg-options',
+                                                        'train_cfg.val_interval=100', *data_options(demo_root)])
+    assert result.returncode == 1
+    assert 'Traceback' not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        f'error: work dir {work_dir} holds an earlier run ({work_dir}/last_checkpoint), which this run would '
+        'overwrite: add --resume to continue it, or choose another --work-dir')
+    assert {path: path.read_bytes() for path in finished} == finished

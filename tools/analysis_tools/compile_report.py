@@ -41,7 +41,7 @@ from mmrmt.benchmark.memory import peak_baseline, peak_now
 from mmrmt.benchmark.models import build_backbone
 from mmrmt.utils import PreflightError, check_input_size, run_main
 from mmrmt.utils.amp import amp_dtype
-from mmrmt.utils.compiled_inference import format_compile_options, parse_compile_options
+from mmrmt.utils.compiled_inference import check_compile, format_compile_options
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -62,7 +62,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--profile', type=int, default=0, metavar='ROWS',
                         help='also print the ROWS operators of most self CPU time of each run (torch.profiler)')
     args = parser.parse_args(argv)
-    args.options = parse_compile_options(args.options)
+    args.options = check_compile(True, args.options, 'cpu', flag='--options')
     if args.profile:
         args.options['cpp.enable_kernel_profile'] = True
     if args.batch < 1 or args.repeats < 1 or min(args.shape) < 32 or args.profile < 0:

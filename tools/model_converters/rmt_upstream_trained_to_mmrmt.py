@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence
 
-from mmrmt.checkpoint import extract_state_dict, load_model_weights, specs
+from mmrmt.checkpoint import extract_state_dict, load_model_weights, read_checkpoint, specs
 from mmrmt.checkpoint.fit import TensorSpec, first_few, fit_problems
 from mmrmt.checkpoint.reading import StateDict
 from mmrmt.utils import (build_cpu_model, check_new_file, config_dataset_meta, converter_arguments,
@@ -162,7 +162,7 @@ def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
 
     def load_strictly(written: str) -> None:
         """What replaces dst must load back strictly (weights-only) into the config's model."""
-        load_model_weights(model, written)
+        load_model_weights(model, read_checkpoint(written), written)
 
     write_checked(dict(meta=meta, state_dict=conversion.state_dict), dst, load_strictly)
     print(f'{src} -> {dst}: {len(conversion.state_dict)} tensors for {Path(config).name}')

@@ -20,7 +20,7 @@ import torch
 from timm.models import adapt_input_conv, build_model_with_cfg, resolve_pretrained_cfg
 from torch import nn
 
-from mmrmt.checkpoint import check_fit, copy_dropped_if_refused, extract_state_dict, read_checkpoint, starts_with_any
+from mmrmt.checkpoint import check_fit, copy_dropped_if_refused, extract_state_dict, read_checkpoint
 from ..backbones.input_check import RECORD_INSTEAD
 
 #: The evaluation settings shared by the authors' ImageNet models (their
@@ -167,11 +167,11 @@ class TimmClassifierMixin:
         state_dict = self._with_input_channels(extract_state_dict(read_checkpoint(filename), filename))
         model_state = self.state_dict()
         heads_differ = any(key in state_dict and state_dict[key].shape != value.shape
-                           for key, value in model_state.items() if starts_with_any(key, self.classifier_prefixes))
+                           for key, value in model_state.items() if key.startswith(self.classifier_prefixes))
         other_head = not self.num_classes or heads_differ
         if other_head:
             state_dict = {key: value for key, value in state_dict.items()
-                          if not starts_with_any(key, self.classifier_prefixes)}
+                          if not key.startswith(self.classifier_prefixes)}
         check_fit(self, state_dict, filename, self.classifier_prefixes if other_head else (),
                   'Is it a checkpoint of another variant (check the model name) or of another model?')
         self.load_state_dict(state_dict, strict=False)

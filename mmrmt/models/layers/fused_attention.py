@@ -1,7 +1,7 @@
 """The dtype the backbones' attention computes in, and torch's fused attention in it: on the CPU, half
-precision attends in the dtype of :data:`mmrmt.amp.CPU_ATTENTION_DTYPES` (float32 with autograd, and without
-autograd where torch's fused kernel would raise: AMX tiles under a kernel set below AVX-512), a setting of the
-amp side read once per process; other devices attend in the operands' dtype.
+precision attends in the dtype of :data:`mmrmt.amp.cpu_attention.CPU_ATTENTION_DTYPES` (float32 with autograd,
+and without autograd where torch's fused kernel would raise: AMX tiles under a kernel set below AVX-512), a
+setting of the amp side read once per process; other devices attend in the operands' dtype.
 """
 from typing import Optional
 
@@ -14,7 +14,7 @@ from .run_mode import keeps_autograd
 
 def attention_dtype(x: torch.Tensor) -> torch.dtype:
     """The dtype attention over operands like ``x`` computes in: ``x``'s, except half precision on the
-    CPU, which attends in :data:`~mmrmt.amp.CPU_ATTENTION_DTYPES` (see the module)."""
+    CPU, which attends in :data:`~mmrmt.amp.cpu_attention.CPU_ATTENTION_DTYPES` (see the module)."""
     if x.device.type != 'cpu':
         return x.dtype
     return CPU_ATTENTION_DTYPES[keeps_autograd()].get(x.dtype, x.dtype)

@@ -3,7 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mmrmt.amp import CPU_ATTENTION_DTYPES, cpu_attention_dtypes
+from mmrmt.amp.cpu_attention import CPU_ATTENTION_DTYPES, cpu_attention_dtypes
 from mmrmt.cpu_features import cpu_features
 from mmrmt.models.layers import fused_attention
 from mmrmt.models.layers.fused_attention import attention_dtype, scaled_dot_product_attention
