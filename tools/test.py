@@ -29,9 +29,10 @@ from mmrmt.utils import (PreflightError, build_cpu_model, build_runner, check_da
                          model_specs, parse_launch_args, run_main, run_phase)
 from mmrmt.utils.amp import add_amp_argument, check_amp
 from mmrmt.utils.compiled_inference import add_compile_arguments, check_compile, compile_features
+from mmrmt.utils.model_kind import config_scope
 from mmrmt.utils.output_guard import leaf_datasets
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
-                                        is_detection, prediction_out_claimed)
+                                        prediction_out_claimed)
 
 
 def parse_args() -> argparse.Namespace:
@@ -59,7 +60,7 @@ def enable_visualization(cfg: Config, args: argparse.Namespace) -> None:
     hook.draw = True
     if args.show:
         hook.show, hook.wait_time = True, args.wait_time
-    if args.show_dir and is_detection(cfg):
+    if args.show_dir and config_scope(cfg) == 'mmdet':
         hook.test_out_dir = osp.abspath(args.show_dir)
     elif args.show_dir:
         hook.interval = 1

@@ -11,7 +11,7 @@ from mmrmt.models import backbones
 from mmrmt.utils import PreflightError, check_graph_file, check_input_size, read_config
 from mmrmt.utils.amp import check_amp
 from mmrmt.utils.compiled_inference import check_compile
-from mmrmt.utils.model_kind import check_graph_fits_config, graph_model_kind, other_graph_kind
+from mmrmt.utils.model_kind import KIND_NAMES, check_graph_fits_config, graph_model_kind
 from .contenders import backbone_type, parse_backbone, takes_impl
 from .models import TENSOR_MODE_PROPOSALS
 from .upstream_rest import check_upstream_repo
@@ -142,11 +142,11 @@ def check_graphs_fit(args: argparse.Namespace) -> None:
     """
     if args.config is None:
         for path in args.onnx:
-            graph = other_graph_kind(path, 'backbone')
-            if graph is not None:
-                raise PreflightError(f'{path} is the graph of a {graph}, but --backbone {args.backbone} times a '
-                                     'backbone: give the config the graph was exported from, or export the backbone '
-                                     'with tools/deployment/pytorch2onnx.py --backbone-only')
+            graph = graph_model_kind(path)
+            if graph not in (None, 'backbone'):
+                raise PreflightError(f'{path} is the graph of a {KIND_NAMES[graph]}, but --backbone {args.backbone} '
+                                     'times a backbone: give the config the graph was exported from, or export the '
+                                     'backbone with tools/deployment/pytorch2onnx.py --backbone-only')
         return
     if backbone_graphs(args):
         return

@@ -1,9 +1,10 @@
-"""Load a config file so that any problem is one line naming the file (mmengine lets anything a config raises escape
-as a traceback, and recurses over circular ``_base_`` files until Python's limit)."""
-import ast
+"""Load a config file so that any problem is one line naming the file: mmengine lets anything a config raises escape
+as a traceback, names no file in a syntax error (its parse is given none), and recurses over circular ``_base_``
+files until Python's limit. The files its ``Config._file2dict`` was reading when it failed name the culprit."""
 import os.path as osp
+import traceback
 from pathlib import Path
-from typing import List, Tuple, Union
+from typing import List
 
 from mmengine.config import Config
 
@@ -11,39 +12,13 @@ from mmrmt.checkpoint import one_line_reason
 from .preflight import PreflightError
 
 
-def local_bases(tree: ast.Module, file: str) -> List[str]:
-    """The local ``_base_`` files a parsed config names (``scope::`` ones skipped)."""
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-                isinstance(target, ast.Name) and target.id == '_base_' for target in node.targets):
-            try:
-                bases = ast.literal_eval(node.value)
-            except ValueError:  # not a literal: mmengine will say why
-                return []
-            bases = [bases] if isinstance(bases, str) else bases
-            return [osp.normpath(osp.join(osp.dirname(file), base)) for base in bases
-                    if isinstance(base, str) and '::' not in base]
-    return []
-
-
-def base_problem(path: str, chain: Tuple[str, ...] = ()) -> Union[List[str], SyntaxError, None]:
-    """The first circle of local ``_base_`` files from ``path`` (normalised, absolute; a file repeated at its end:
-    mmengine would recurse until Python's limit), or else the first syntax error in them (parsed, not run)."""
-    if path in chain:
-        return [*chain[chain.index(path):], path]
-    try:
-        tree = ast.parse(Path(path).read_text(), filename=path)
-    except SyntaxError as error:
-        return error
-    except (OSError, ValueError):  # reported by mmengine
-        return None
-    found = None
-    for base in local_bases(tree, path):
-        problem = base_problem(base, (*chain, path))
-        if isinstance(problem, list):
-            return problem
-        found = found or problem
-    return found
+def files_being_read(error: BaseException) -> List[str]:
+    """The config files mmengine's ``Config._file2dict`` was reading when ``error`` was raised (normalised,
+    absolute), the outermost first: a config, then each ``_base_`` file down to the one that raised (a frame that
+    re-raised is in the traceback twice, kept once)."""
+    frames = dict.fromkeys(frame for frame, _ in traceback.walk_tb(error.__traceback__)
+                           if frame.f_code.co_name == '_file2dict' and 'filename' in frame.f_locals)
+    return [osp.normpath(osp.abspath(frame.f_locals['filename'])) for frame in frames]
 
 
 def read_config(path: str) -> Config:
@@ -59,14 +34,15 @@ def read_config(path: str) -> Config:
                              + (f', e.g. {examples[0]}' if examples else ''))
     if not osp.isfile(path):
         raise PreflightError(f'config file not found: {path}')
-    problem = base_problem(osp.normpath(osp.abspath(path)))
-    if isinstance(problem, list):
-        raise PreflightError(f'config {path}: its _base_ files are circular ({" -> ".join(problem)}); '
-                             f'remove the _base_ entry of {problem[-2]} that names {problem[-1]}')
     try:
         return Config.fromfile(path)
     except Exception as error:  # a config is Python: it can raise anything
-        if isinstance(error, SyntaxError) and problem is not None:
-            raise PreflightError(f'syntax error in config {problem.filename}, line {problem.lineno}: '
-                                 f'{problem.msg}') from error
+        files = files_being_read(error)
+        again = next((index for index, file in enumerate(files) if file in files[:index]), None)
+        if isinstance(error, RecursionError) and again is not None:
+            circle = files[files.index(files[again]):again + 1]
+            raise PreflightError(f'config {path}: its _base_ files are circular ({" -> ".join(circle)}); '
+                                 f'remove the _base_ entry of {circle[-2]} that names {circle[-1]}') from None
+        if isinstance(error, SyntaxError) and files:
+            raise PreflightError(f'syntax error in config {files[-1]}, line {error.lineno}: {error.msg}') from error
         raise PreflightError(f'config {path} could not be loaded: {one_line_reason(error)}') from error

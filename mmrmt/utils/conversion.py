@@ -7,12 +7,13 @@ import inspect
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple, Type, Union
 
-from mmrmt.checkpoint import (StateDict, extract_state_dict, is_safetensors_name, load_pretrained, read_checkpoint,
-                              read_saved_config, save_checkpoint)
+from mmrmt.checkpoint import (StateDict, extract_state_dict, is_safetensors_name, load_pretrained, read_saved_config,
+                              save_checkpoint)
 from mmrmt.models.backbones.base_backbone import PyramidBackbone
 from ..atomic_file import UnwritableError, replaced_atomically
 from .output_guard import check_new_file
 from .preflight import PreflightError, file_errors_as_tool_errors
+from .run_checkpoint import read_run_checkpoint
 
 Arch = Union[str, dict]
 
@@ -28,14 +29,10 @@ def converter_arguments(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def read_source(src: str) -> object:
-    """The checkpoint a converter converts (:func:`~mmrmt.checkpoint.read_checkpoint`); a missing file is a
-    :class:`PreflightError` saying what to give."""
-    try:
-        return read_checkpoint(src)
-    except FileNotFoundError:
-        raise PreflightError(f'source {src} does not exist; give the path (or URL) of the checkpoint to '
-                             'convert') from None
+def read_source(src: str) -> dict:
+    """The checkpoint a converter converts (a local file or an http(s) URL), read and refused in the lines of
+    every tool's (:func:`.run_checkpoint.read_run_checkpoint`, as ``source``)."""
+    return read_run_checkpoint(src, 'source', remote_ok=False)
 
 
 def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str:

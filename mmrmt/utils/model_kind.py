@@ -16,16 +16,14 @@ KIND_NAMES = {'two_stage': 'two-stage detector without masks', 'two_stage+masks'
 #: The ports of each kind's whole-model graph, in messages.
 KIND_PORTS = dict(two_stage="takes 'image' and 'proposals' and returns rpn_* and roi_*",
                   single_stage="takes 'image' and returns head_*", segmentor="takes 'image' and returns seg_logits")
-#: The kinds that are detectors.
-DETECTORS = ('two_stage', 'single_stage')
 
 
 def config_scope(cfg: Config, config: str = 'the config') -> str:
     """'mmdet' or 'mmseg': the library of the config's model, its ``default_scope`` (else a ``PreflightError``)."""
     scope = cfg.get('default_scope')
     if scope not in ('mmdet', 'mmseg'):
-        raise PreflightError(f"{config}: default_scope is {scope!r}, mmrmt's tools take 'mmdet' (a detector) or "
-                             "'mmseg' (a segmentor): set it in the config")
+        raise PreflightError(f"{config} is not an mmdet or mmseg model config (default_scope {scope!r}): set "
+                             "default_scope = 'mmdet' (a detector) or 'mmseg' (a segmentor) in it")
     return scope
 
 
@@ -68,25 +66,20 @@ def config_model_kind(cfg: Config) -> Optional[str]:
     return 'two_stage+masks' if kind == 'two_stage' and model['roi_head'].get('mask_head') else kind
 
 
-def other_graph_kind(path: str, kind: Optional[str]) -> Optional[str]:
-    """The kind of the graph ``path``, as messages call it, when both it and ``kind`` are known and differ."""
-    graph_kind = graph_model_kind(path)
-    return None if None in (graph_kind, kind) or graph_kind == kind else KIND_NAMES[graph_kind]
-
-
 def check_graph_fits_config(path: str, cfg: Config, config: str) -> None:
     """Fail if the whole-model graph ``path`` and config ``config`` describe different kinds of model (one
     line naming both kinds and the two ways to make them agree), or, for a detector's or segmentor's config,
     if the graph has ports pytorch2onnx.py does not write (one line naming both port sets)."""
     config_kind = config_model_kind(cfg)
-    if config_kind is not None and graph_model_kind(path) is None:
+    graph_kind = graph_model_kind(path)
+    if config_kind is None or graph_kind == config_kind:
+        return
+    if graph_kind is None:
         inputs, outputs = graph_ports(path)
         raise PreflightError(f'{path} is no graph of tools/deployment/pytorch2onnx.py (inputs {inputs}, outputs '
                              f'{outputs[:4]}{"..." if len(outputs) > 4 else ""}); the graph of {config}, a '
                              f'{KIND_NAMES[config_kind]}, {KIND_PORTS[config_kind.partition("+")[0]]}: export it '
                              'with tools/deployment/pytorch2onnx.py')
-    graph = other_graph_kind(path, config_kind)
-    if graph is not None:
-        raise PreflightError(f'{path} is the graph of a {graph}, but {config} describes a '
-                             f'{KIND_NAMES[config_kind]} ({cfg.model.get("type")}): give the config the graph was '
-                             "exported from, or export this config's model with tools/deployment/pytorch2onnx.py")
+    raise PreflightError(f'{path} is the graph of a {KIND_NAMES[graph_kind]}, but {config} describes a '
+                         f'{KIND_NAMES[config_kind]} ({cfg.model.get("type")}): give the config the graph was '
+                         "exported from, or export this config's model with tools/deployment/pytorch2onnx.py")

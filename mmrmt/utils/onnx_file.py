@@ -1,15 +1,11 @@
 """The one check of an ONNX model file given to a tool, before a session is opened or anything built: an ONNX
-model (not a PyTorch checkpoint, not cut short) of an opset the tools read, its external data inside its own
+model (not another kind of file, not empty or cut short) of an opset the tools read, its external data inside its own
 folder (onnx's checker, which refuses links out of it from onnx 1.22), and, for a tool that evaluates a whole model,
 not a backbone alone."""
 from pathlib import Path
 
 from mmrmt.checkpoint import one_line_reason
 from .preflight import PreflightError, check_installed
-
-#: How files that are not ONNX models start, and what they are.
-FOREIGN_HEADERS = ((b'PK\x03\x04', 'a zip archive (a PyTorch checkpoint?)'),
-                   (b'\x80', 'a pickle (a PyTorch checkpoint?)'))
 
 #: The oldest ONNX opset (of the default domain) the tools read: the oldest pytorch2onnx.py writes
 #: (``--exporter torchscript``), and mmdeploy's deploy configs' opset.
@@ -22,32 +18,14 @@ KEEP_TOGETHER = "onnxruntime reads no external data from outside the model's fol
                 'model and its data files together in it'
 
 
-def opset_problem(model) -> str:
-    """Why the tools cannot read ``model`` (an onnx ModelProto) for its opset of the default domain: older than
-    :data:`OLDEST_OPSET`, or newer than the installed onnx knows; '' if neither (or it names none)."""
-    import onnx
-    version = next((entry.version for entry in model.opset_import if entry.domain in ('', 'ai.onnx')), None)
-    newest = onnx.defs.onnx_opset_version()
-    if version is None or OLDEST_OPSET <= version <= newest:
-        return ''
-    age = 'older than the tools read' if version < OLDEST_OPSET else f'newer than onnx {onnx.__version__} knows'
-    return f'is of ONNX opset {version}, {age} (opsets {OLDEST_OPSET} to {newest})'
-
-
 def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = False) -> None:
     """Fail unless onnx and onnxruntime are installed and ``path`` (``role`` in messages, e.g. ``'--onnx
-    file'``) is an ONNX model a tool may open (see the module); ``whole_model``: refuse a backbone-only graph."""
+    file'``) is an ONNX model a tool may open (see the module): of an opset of the default domain from
+    :data:`OLDEST_OPSET` to the newest the installed onnx knows; ``whole_model``: refuse a backbone-only graph."""
     check_installed(('onnx', 'onnxruntime'))
     export_hint = 'export one with tools/deployment/pytorch2onnx.py'
     if not Path(path).is_file():
         raise PreflightError(f'{role} not found: {path}; give the path of an .onnx file, or {export_hint}')
-    with open(path, 'rb') as file:
-        head = file.read(4)
-    if not head:
-        raise PreflightError(f'{role} {path} is empty (0 bytes); {export_hint}')
-    for header, what in FOREIGN_HEADERS:
-        if head.startswith(header):
-            raise PreflightError(f'{role} {path} is {what}, not an ONNX model; {export_hint}')
     import onnx
     from onnx.external_data_helper import uses_external_data
     broken = f'{role} {path} is not a complete ONNX model (truncated, or another format: {{}}); {export_hint}'
@@ -55,9 +33,12 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
         model = onnx.load(path, load_external_data=False)
     except Exception as error:  # onnx raises DecodeError and others for a file that is no model
         raise PreflightError(broken.format(one_line_reason(error))) from None
-    problem = opset_problem(model)
-    if problem:
-        raise PreflightError(f'{role} {path} {problem}; {export_hint}')
+    version = next((entry.version for entry in model.opset_import if entry.domain in ('', 'ai.onnx')), None)
+    newest = onnx.defs.onnx_opset_version()
+    if version is not None and not OLDEST_OPSET <= version <= newest:  # onnx's checker passes a newer one
+        age = 'older than the tools read' if version < OLDEST_OPSET else f'newer than onnx {onnx.__version__} knows'
+        raise PreflightError(f'{role} {path} is of ONNX opset {version}, {age} (opsets {OLDEST_OPSET} to {newest}); '
+                             f'{export_hint}')
     try:
         onnx.checker.check_model(path)  # by path: the external data files too (see the module)
     except Exception as error:  # ValidationError

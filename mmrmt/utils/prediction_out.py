@@ -14,11 +14,6 @@ from .output_guard import check_new_file, check_not_an_input
 from .preflight import PreflightError, check_writable
 
 
-def is_detection(cfg: Config) -> bool:
-    """Whether ``cfg`` is an mmdet config (else an mmseg one: :func:`.model_kind.config_scope`)."""
-    return config_scope(cfg) == 'mmdet'
-
-
 def add_prediction_out_arguments(parser: argparse.ArgumentParser) -> None:
     """``--out`` and ``--force``, as tools/test.py offers them."""
     parser.add_argument(
@@ -32,7 +27,7 @@ def check_prediction_out(cfg: Config, out: Optional[str], force: bool, inputs: L
     writable folder for a segmentor, none of the run's ``inputs``."""
     if not out:
         return
-    if is_detection(cfg):
+    if config_scope(cfg) == 'mmdet':
         if not out.endswith(('.pkl', '.pickle')):
             raise PreflightError(f'--out must name a .pkl file for detection, got {out}')
         check_new_file(out, '--out', force, inputs)
@@ -49,13 +44,10 @@ def prediction_out_claimed(cfg: Config, out: Optional[str]) -> Iterator[None]:
     Raises:
         ClaimError: Another run writes ``--out``.
     """
-    if not out:
-        yield
-        return
-    if not is_detection(cfg):
+    if out and config_scope(cfg) == 'mmseg':
         cfg.test_evaluator.output_dir = out
         cfg.test_evaluator.keep_results = True
-    if os.environ.get('RANK', os.environ.get('SLURM_PROCID', '0')) != '0':
+    if not out or os.environ.get('RANK', os.environ.get('SLURM_PROCID', '0')) != '0':  # no process group yet
         yield
         return
     os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)  # which the run would make anyway
@@ -71,6 +63,6 @@ def claim_path(out: str) -> str:
 
 def add_prediction_dump(runner, cfg: Config, out: Optional[str], force: bool) -> None:
     """Add a detector's ``--out`` dump to the built ``runner``'s test evaluator."""
-    if out and is_detection(cfg):
+    if out and config_scope(cfg) == 'mmdet':
         from .prediction_dump import AtomicDumpDetResults
         runner.test_evaluator.metrics.append(AtomicDumpDetResults(out, force))

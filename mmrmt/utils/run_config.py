@@ -32,11 +32,9 @@ def replace_sync_bn_types(node: Any) -> None:
         replace_sync_bn_types(value)
 
 
-def revert_sync_bn_when_single(cfg: Config, distributed: Optional[bool] = None) -> Config:
-    """Replace SyncBN by BN in ``cfg.model`` (in place) unless the run is ``distributed`` (by default: the
-    config's ``launcher`` is not ``'none'``) and CUDA is available; returns ``cfg``."""
-    if distributed is None:
-        distributed = cfg.get('launcher', 'none') != 'none'
+def revert_sync_bn_when_single(cfg: Config, distributed: bool) -> Config:
+    """Replace SyncBN by BN in ``cfg.model`` (in place) unless the run is ``distributed`` and CUDA is available;
+    returns ``cfg``."""
     if not (distributed and torch.cuda.is_available()) and 'model' in cfg:
         replace_sync_bn_types(cfg.model)
     return cfg
@@ -61,7 +59,7 @@ def load_run_config(config: str,
             cfg.model_wrapper_cfg = dict(
                 type='MMDistributedDataParallel', device_ids=None, broadcast_buffers=False,
                 find_unused_parameters=cfg.get('find_unused_parameters', False))
-    return revert_sync_bn_when_single(cfg)
+    return revert_sync_bn_when_single(cfg, distributed=launcher != 'none')
 
 
 def build_runner(cfg: Config, model: Optional[nn.Module] = None) -> Runner:

@@ -1,5 +1,5 @@
-"""read_config: every problem of a config file one line naming the file, found by parsing (never running)
-the config and its local _base_ files."""
+"""read_config: every problem of a config file one line naming the file (for a syntax error or a circle of _base_
+files, those mmengine was reading when it failed)."""
 import pytest
 
 from mmrmt.utils import PreflightError, read_config
@@ -26,7 +26,7 @@ def test_a_syntax_error_is_named_in_the_base_that_holds_it(tmp_path):
     assert refusal(tmp_path / 'child.py') == expected
 
 
-def test_a_circle_of_bases_is_named_before_mmengine_recurses(tmp_path):
+def test_a_circle_of_bases_is_named(tmp_path):
     (tmp_path / 'child.py').write_text("_base_ = ['./middle.py']\n")
     (tmp_path / 'middle.py').write_text("_base_ = ['./child.py', './broken.py']\n")
     (tmp_path / 'broken.py').write_text('model = dict(\n')  # the circle is named, not this

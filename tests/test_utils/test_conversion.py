@@ -77,9 +77,9 @@ def test_an_invalid_source_leaves_the_destination(tmp_path):
     source, destination = tmp_path / 'notes.pth', tmp_path / 'out.pth'
     source.write_text('not a checkpoint')
     destination.write_bytes(b'the user\'s file')
-    assert_refused_and_untouched([source, destination, '--force'], f"error: {source} is not a readable PyTorch "
-                                 "checkpoint: it is neither a zip archive nor a pickle (it starts with b'not a "
-                                 "checkpoint')", [source, destination])
+    assert_refused_and_untouched([source, destination, '--force'], f"error: source {source} is not a readable "
+                                 "PyTorch checkpoint: it is neither a zip archive nor a pickle (it starts with b'not a "
+                                 "checkpoint'); give the path of a checkpoint file", [source, destination])
 
 
 def test_an_existing_destination_needs_force(tmp_path):
@@ -142,7 +142,7 @@ def test_a_destination_the_writable_check_lets_through_is_one_line(tmp_path, mon
 def test_a_missing_source_says_what_to_give(tmp_path):
     source = tmp_path / 'none.pth'
     assert exit_line(rmt_to_mmrmt, [source, tmp_path / 'out.pth']) == (
-        f'error: source {source} does not exist; give the path (or URL) of the checkpoint to convert')
+        f'error: source {source} does not exist; give the path of a checkpoint file')
     assert list(tmp_path.iterdir()) == []
 
 

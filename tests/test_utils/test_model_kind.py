@@ -75,6 +75,19 @@ def test_the_library_of_a_config(scope):
 
 @pytest.mark.parametrize('settings', [dict(), dict(default_scope='mmpretrain')])
 def test_a_config_of_no_library_of_ours_is_one_line_naming_the_fix(settings):
-    with pytest.raises(PreflightError, match=r"^x.py: default_scope is .*'mmdet' \(a detector\) or 'mmseg' "
-                                             r"\(a segmentor\): set it in the config$"):
+    with pytest.raises(PreflightError, match=r"^x.py is not an mmdet or mmseg model config \(default_scope .*\): "
+                                             r"set default_scope = 'mmdet' \(a detector\) or 'mmseg' \(a segmentor\) "
+                                             r"in it$"):
         config_scope(Config(settings), 'x.py')
+
+
+def test_pytorch2onnx_reads_the_library_as_every_tool(tmp_path):
+    """pytorch2onnx.py read ``default_scope`` itself and took a config without one for mmdet's."""
+    from helpers.tool_modules import import_tool
+    pytorch2onnx = import_tool('tools/deployment/pytorch2onnx.py')
+    config = tmp_path / 'no_scope.py'
+    config.write_text("model = dict(type='RetinaNet', bbox_head=dict(type='RetinaHead'))\n")
+    args = pytorch2onnx.parse_args([str(config), '--shape', '64', '64', '--out', str(tmp_path / 'm.onnx')])
+    with pytest.raises(PreflightError, match=f'^{config} is not an mmdet or mmseg model config '
+                                             r'\(default_scope None\): set default_scope'):
+        pytorch2onnx.preflight(args)

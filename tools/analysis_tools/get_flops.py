@@ -35,7 +35,7 @@ from torch import nn
 
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_input_size,
                          read_config, run_main)
-from mmrmt.utils.model_kind import DETECTORS, model_kind
+from mmrmt.utils.model_kind import model_kind
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -96,7 +96,7 @@ def tensor_forward(model: nn.Module, height: int, width: int) -> nn.Module:
     Detectors need per-image meta information for their proposals; the
     sample built here describes an unpadded, unscaled image.
     """
-    if model_kind(model) in DETECTORS:
+    if model_kind(model) in ('two_stage', 'single_stage'):  # the detectors
         from mmdet.structures import DetDataSample
         shape = (height, width)
         sample = DetDataSample(metainfo=dict(img_shape=shape, ori_shape=shape, pad_shape=shape,

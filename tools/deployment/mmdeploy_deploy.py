@@ -22,7 +22,7 @@ from mmengine.config import Config
 
 from mmrmt.utils import (PreflightError, check_installed, check_new_file, check_run_checkpoint, check_writable,
                          config_model_specs, read_config, run_main)
-from mmrmt.utils.model_kind import config_model_kind
+from mmrmt.utils.model_kind import config_model_kind, config_scope
 
 MMDEPLOY_HINT = ('install the mmdeploy extra: make setup, or pip install --no-deps -c requirements/constraints.txt '
                  '-r requirements/mmdeploy.txt')
@@ -82,7 +82,7 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Config, str]:
     configs and the graph's path."""
     deploy_cfg = check_deploy_config(args.deploy_cfg)
     model_cfg = read_config(args.model_cfg)
-    if 'model' not in model_cfg or model_cfg.get('default_scope') != deploy_cfg.codebase_config.type:
+    if 'model' not in model_cfg or config_scope(model_cfg, args.model_cfg) != deploy_cfg.codebase_config.type:
         raise PreflightError(f'{args.model_cfg} is not an {deploy_cfg.codebase_config.type} model config, which '
                              f'{args.deploy_cfg} converts')
     check_deploy_config_fits(deploy_cfg, args.deploy_cfg, model_cfg, args.model_cfg)

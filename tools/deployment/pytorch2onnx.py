@@ -30,6 +30,7 @@ from mmrmt.deployment.runtime import (add_runtime_arguments, check_runtime, comp
 from mmrmt.utils import (INIT_SEED, PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model,
                          build_seeded_model, check_installed, check_new_file, read_config, read_run_checkpoint,
                          run_main)
+from mmrmt.utils.model_kind import config_scope
 
 #: --verify's default bound on |difference| / max|value| per --precision (why: --tolerance's help): one threshold
 #: for every model and CPU, not a rounding bound of one model (the tests derive theirs from float64 per model:
@@ -102,9 +103,9 @@ def preflight(args: argparse.Namespace) -> Config:
         check_runtime(args.runtime, args.precision)
     elif (args.runtime, args.precision) != ('onnxruntime', 'f32'):
         raise PreflightError('--runtime and --precision choose where --verify runs the file: add --verify')
-    if 'model' not in cfg or cfg.get('default_scope', 'mmdet') not in ('mmdet', 'mmseg'):
-        raise PreflightError(f"{args.config} is not an mmdet or mmseg model config (no model, or "
-                             f"default_scope {cfg.get('default_scope')!r})")
+    config_scope(cfg, args.config)
+    if not isinstance(cfg.get('model'), dict):
+        raise PreflightError(f'{args.config} has no model = dict(type=...) setting')
     return cfg
 
 
