@@ -36,6 +36,19 @@ def pytest_configure(config) -> None:
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
+@pytest.fixture(autouse=True)
+def default_scope_of_each_test_its_own() -> Iterator[None]:
+    """mmengine's scopes as they were before each test: a runner built in-process makes its default scope
+    ('mmengine' unless its config names one) the process's current one, and later tests in the same process
+    would look mmrmt's backbones up in mmengine's registry instead of mmdet's or mmseg's."""
+    module = 'mmengine.registry.default_scope'  # not imported yet: no scope exists
+    saved = dict(sys.modules[module].DefaultScope._instance_dict) if module in sys.modules else {}
+    yield
+    if module in sys.modules:
+        scopes = sys.modules[module].DefaultScope
+        scopes._instance_dict = type(scopes._instance_dict)(saved)
+
+
 def pytest_ignore_collect(collection_path: Path, config) -> Optional[bool]:
     """Under ``-m "not slow"`` (``make test-fast``) the files under :data:`SLOW_PATHS`, all of whose
     tests are slow, are not even imported (their imports, of onnx, openvino and the tools' helpers,
