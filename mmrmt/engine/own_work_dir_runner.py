@@ -75,7 +75,7 @@ class OwnWorkDirRunner(Runner):
         """mmengine's, then, before anything is written, the work dir's claim, the removal of checkpoints a killed
         run left half-written and, for an automatic resume, the checkpoint to resume from."""
         super().setup_env(env_cfg)
-        self._claim_work_dir()
+        self._end_unless_rank0_finds_none(self._take_work_dir)
         out_dir = checkpoint_out_dir(self.cfg)
         if self.rank == 0 and not is_remote(out_dir or ''):
             for leftover in remove_leftover_temporaries(checkpoint_folder(self.work_dir, out_dir)):
@@ -159,18 +159,14 @@ class OwnWorkDirRunner(Runner):
                             f'was left, and {kept}')
 
     def _in_own_work_dir(self, phase: Callable[[], Any]) -> Any:
-        self._claim_work_dir()  # still held after __init__; taken again after an earlier phase
+        self._end_unless_rank0_finds_none(self._take_work_dir)  # held after __init__; taken again after a phase
         try:
             return phase()
         finally:
             self._release_work_dir()
 
-    def _claim_work_dir(self) -> None:
-        """Rank 0 claims the work dir (a claim it holds stays held); every rank ends if it did not get it."""
-        self._end_unless_rank0_finds_none(self._take_work_dir)
-
     def _take_work_dir(self) -> Optional[str]:
-        """Take the work dir's claim; why it could not be taken, or None."""
+        """Take the work dir's claim (a claim held stays held); why it could not be taken, or None."""
         self._work_dir_claim = self._work_dir_claim or work_dir_claim(self.work_dir)
         try:
             self._work_dir_claim.take()
