@@ -75,7 +75,7 @@ def check_pretrained_checkpoints(node: Any, where: str = 'model') -> None:
 
 def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[str, str]]:
     """Point ``cfg`` at the checkpoint the run starts from (``--resume``, without a path the work dir's last
-    one: :func:`~mmrmt.engine.own_last_checkpoint`, or ``load_from``).
+    one: :func:`~mmrmt.engine.own_checkpoint.own_last_checkpoint`, or ``load_from``).
 
     Returns:
         tuple, optional: The checkpoint and its role in messages, or None

@@ -37,11 +37,10 @@ class OwnWorkDirRunner(Runner):
     options known, before the work dir exists), one run at a time (:func:`work_dir_claim`, taken by rank 0 before
     anything is written, given back after ``train()``, ``val()``, ``test()``), no training over an earlier run's
     checkpoints unless resuming (:func:`~mmrmt.engine.own_checkpoint.earlier_run_problem`), ``resume=True`` from the
-    run's own checkpoints (moved into its folder: :func:`~mmrmt.engine.own_last_checkpoint`, the message hub's paths
-    too), a
-    :class:`ResumeRNGHook` unless the hooks hold one, plain data only in a loaded ``meta['config']``, local checkpoints
-    written whole. mmrmt's configs select it (``runner_type='mmrmt.OwnWorkDirRunner'``); mmseg's test.py by the fix
-    ``honoured-runner-type``."""
+    run's own checkpoints (moved into its folder: :func:`~mmrmt.engine.own_checkpoint.own_last_checkpoint`, the
+    message hub's paths too), a :class:`ResumeRNGHook` unless the hooks hold one, plain data only in a loaded
+    ``meta['config']``, local checkpoints written whole. mmrmt's configs select it
+    (``runner_type='mmrmt.OwnWorkDirRunner'``); mmseg's test.py by the fix ``honoured-runner-type``."""
 
     honoured_by_from_cfg = True
 

@@ -12,7 +12,7 @@ from .output_guard import (check_dataloader_paths, check_evaluator_files, check_
 from .preflight import (PreflightError, check_device, check_input_size, check_installed, check_writable,
                         file_errors_as_tool_errors, run_main)
 from .run_checkpoint import check_run_checkpoint, config_model_specs, model_specs, read_run_checkpoint
-from .run_config import build_runner, load_run_config, parse_launch_args, revert_sync_bn_when_single, run_phase
+from .run_config import build_runner, load_run_config, parse_launch_args, replace_sync_bn_types, run_phase
 
 __all__ = [
     'replaced_atomically', 'add_cfg_options', 'apply_cfg_options', 'read_config', 'backbone_converter_main',
@@ -21,5 +21,5 @@ __all__ = [
     'check_not_an_input', 'dataloader_inputs', 'PreflightError', 'check_device',
     'check_installed', 'check_input_size', 'check_writable', 'file_errors_as_tool_errors', 'run_main',
     'check_run_checkpoint', 'config_model_specs', 'model_specs', 'read_run_checkpoint', 'build_runner',
-    'load_run_config', 'parse_launch_args', 'revert_sync_bn_when_single', 'run_phase'
+    'load_run_config', 'parse_launch_args', 'replace_sync_bn_types', 'run_phase'
 ]
