@@ -61,29 +61,21 @@ def fit_problems(model_specs: Mapping[str, TensorSpec],
     unexpected = sorted(key for key in file_specs if key not in model_specs)
     missing = sorted(key for key in model_specs
                      if key not in file_specs and not key.startswith(may_be_missing))
+    other_kind = [f'{key}: file {dtype_name(spec.dtype)} vs model {dtype_name(model_specs[key].dtype)}'
+                  for key, spec in file_specs.items()
+                  if key in model_specs and number_kind(spec.dtype) != number_kind(model_specs[key].dtype)]
     problems: List[str] = []
     if mismatched:
         problems.append(f'{len(mismatched)} tensors differ in shape ({first_few(mismatched, 3)})')
-    other_kind = kind_problem(model_specs, file_specs)
     if other_kind:
-        problems.append(other_kind)
+        problems.append(f'{len(other_kind)} tensors hold another kind of number than the model\'s '
+                        f'({first_few(other_kind, 3)}), which no cast makes the same weights (a quantised file?)')
     if unexpected:
         owners = f', of the {", ".join(sorted({owner_of(key) for key in unexpected}))}' if owner_of else ''
         problems.append(f'{len(unexpected)} unexpected keys{owners} ({first_few(unexpected)})')
     if missing:
         problems.append(f'{len(missing)} missing keys ({first_few(missing)})')
     return problems
-
-
-def kind_problem(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, TensorSpec]) -> Optional[str]:
-    """The tensors the file holds in another kind of number than the model, as one phrase; None if none."""
-    other_kind = [f'{key}: file {dtype_name(spec.dtype)} vs model {dtype_name(model_specs[key].dtype)}'
-                  for key, spec in file_specs.items()
-                  if key in model_specs and number_kind(spec.dtype) != number_kind(model_specs[key].dtype)]
-    if not other_kind:
-        return None
-    return (f'{len(other_kind)} tensors hold another kind of number than the model\'s ({first_few(other_kind, 3)}), '
-            'which no cast makes the same weights (a quantised file?)')
 
 
 def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, TensorSpec]) -> Optional[str]:

@@ -149,3 +149,15 @@ def test_a_partial_load_of_integers_is_refused_too(tmp_path):
                                              rf'of \S+run.py even in part: \d+ {KIND_PROBLEM}'):
         check_run_checkpoint(run_config(tmp_path), specs(state), quantised, 'load_from',
                              allow_partial=True)
+
+
+def test_a_partial_load_of_half_precision_is_said_in_the_log(tmp_path):
+    """--allow-partial-load: the casts of the tensors that load are logged as for a whole checkpoint (issue 49)."""
+    state = tiny_rmt().state_dict()
+    partial = as_dtype({key: value for key, value in state.items() if not key.startswith('layers.3')}, torch.float16)
+    path = write(partial, tmp_path / 'half_part.pth')
+    with LogCapture() as capture:
+        check_run_checkpoint(run_config(tmp_path), specs(state), path, 'load_from', allow_partial=True)
+    assert len(capture.containing('float16')) == 1
+    assert re.fullmatch(rf'load_from {re.escape(path)} into the model of \S+run.py even in part: \d+ float16 tensors '
+                        r"load as float32 \(the model's dtypes\)", capture.containing('float16')[0])
