@@ -48,7 +48,7 @@ class OwnWorkDirRunner(Runner):
         arguments = signature(Runner.__init__).bind(self, *args, **kwargs).arguments
         load_from, resume = arguments.get('load_from'), bool(arguments.get('resume'))
         self._auto_resume = resume and load_from is None  # resume from the work dir's last checkpoint
-        self._work_dir_claim: Optional[RunClaim] = None
+        self._work_dir_claim = work_dir_claim(osp.abspath(arguments['work_dir']))  # rank 0 takes it in setup_env
         self._notes: List[str] = []  # warnings of setup_env, for the log once it exists
         try:  # mmdet's and mmseg's tools hand a checkpoint over unchecked; a refused pickle raises its own line
             if isinstance(load_from, str) and not is_remote(load_from):
@@ -67,7 +67,7 @@ class OwnWorkDirRunner(Runner):
         try:
             super().__init__(*args, **kwargs)
         except BaseException:
-            self._release_work_dir()
+            self._work_dir_claim.give_back()
             raise
 
     def setup_env(self, env_cfg: dict) -> None:
@@ -162,11 +162,10 @@ class OwnWorkDirRunner(Runner):
         try:
             return phase()
         finally:
-            self._release_work_dir()
+            self._work_dir_claim.give_back()
 
     def _take_work_dir(self) -> Optional[str]:
         """Take the work dir's claim (a claim held stays held); why it could not be taken, or None."""
-        self._work_dir_claim = self._work_dir_claim or work_dir_claim(self.work_dir)
         try:
             self._work_dir_claim.take()
         except ClaimError as error:
@@ -181,10 +180,6 @@ class OwnWorkDirRunner(Runner):
         broadcast_object_list(problem)
         if problem[0] is not None:
             self._exit_with(problem[0])
-
-    def _release_work_dir(self) -> None:
-        if self._work_dir_claim is not None:
-            self._work_dir_claim.give_back()
 
     def _exit_with(self, message: str) -> NoReturn:
         """End this process with status 1; rank 0 prints ``error: <message>``."""

@@ -9,7 +9,6 @@ from mmengine.config import Config
 from mmrmt.checkpoint import is_remote
 from .preflight import PreflightError, check_writable
 
-DEMO_DATA_HINT = 'for the demo configs run `python tools/misc/make_demo_data.py`'
 #: (role, path) of one input of a tool, e.g. ``('the checkpoint', 'ck.pth')``.
 Input = Tuple[str, Optional[str]]
 
@@ -47,8 +46,8 @@ def check_data_paths(cfg: Config, names: Sequence[str]) -> None:
         for part in leaf_datasets(cfg.get(name) or {}):
             for what, path, is_dir in dataset_paths(part):
                 if not ((osp.isdir(path) if is_dir else osp.isfile(path)) or is_remote(path)):
-                    raise PreflightError(
-                        f'{what} of {name} not found: {path} (set it with --cfg-options, or {DEMO_DATA_HINT})')
+                    raise PreflightError(f'{what} of {name} not found: {path} (set it with --cfg-options, or for the '
+                                         'demo configs run `python tools/misc/make_demo_data.py`)')
 
 
 def resolved(path: str) -> str:
