@@ -24,9 +24,9 @@ from mmengine.runner.checkpoint import load_state_dict
 
 from mmrmt.amp.bf32 import bf32_gemms
 from mmrmt.engine import work_dir_claim
-from mmrmt.utils import (PreflightError, build_cpu_model, build_runner, check_dataloader_paths, check_evaluator_files,
-                         check_not_an_input, check_run_checkpoint, check_writable, dataloader_inputs, load_run_config,
-                         model_specs, parse_launch_args, run_main, run_phase)
+from mmrmt.utils import (PreflightError, build_cpu_model, build_runner, check_data_paths, check_not_an_input,
+                         check_run_checkpoint, check_writable, dataloader_inputs, load_run_config, model_specs,
+                         parse_launch_args, run_main, run_phase)
 from mmrmt.utils.amp import add_amp_argument, check_amp
 from mmrmt.utils.compiled_inference import add_compile_arguments, check_compile, compile_features
 from mmrmt.utils.model_kind import config_scope
@@ -101,8 +101,7 @@ def main() -> None:
     model = build_cpu_model(cfg)  # the one build, and the checkpoint's one read
     weights = check_run_checkpoint(cfg, model_specs(model), args.checkpoint, 'checkpoint',
                                    allow_partial=args.allow_partial_load)
-    check_dataloader_paths(cfg, ['test_dataloader'])
-    check_evaluator_files(cfg, ['test_evaluator'])
+    check_data_paths(cfg, ['test_dataloader', 'test_evaluator'])
     if args.show or args.show_dir:
         enable_visualization(cfg, args)
     cfg.load_from = args.checkpoint

@@ -19,10 +19,9 @@ from mmengine.logging import print_log
 from mmrmt.engine import work_dir_claim
 from mmrmt.engine.own_checkpoint import (ForeignCheckpointError, checkpoint_out_dir, earlier_run_problem,
                                          own_last_checkpoint)
-from mmrmt.utils import (PreflightError, build_runner, check_dataloader_paths, check_evaluator_files,
-                         check_not_an_input, check_run_checkpoint, check_writable, config_model_specs,
-                         dataloader_inputs, load_run_config, parse_launch_args, read_run_checkpoint, run_main,
-                         run_phase)
+from mmrmt.utils import (PreflightError, build_runner, check_data_paths, check_not_an_input, check_run_checkpoint,
+                         check_writable, config_model_specs, dataloader_inputs, load_run_config, parse_launch_args,
+                         read_run_checkpoint, run_main, run_phase)
 from mmrmt.utils.amp import use_amp_optim_wrapper
 
 
@@ -75,7 +74,7 @@ def check_pretrained_checkpoints(node: Any, where: str = 'model') -> None:
 
 def set_start_checkpoint(cfg: Config, resume: Optional[str]) -> Optional[Tuple[str, str]]:
     """Point ``cfg`` at the checkpoint the run starts from (``--resume``, without a path the work dir's last
-    one: :func:`~mmrmt.engine.own_last_checkpoint`, or ``load_from``).
+    one: :func:`~mmrmt.engine.own_checkpoint.own_last_checkpoint`, or ``load_from``).
 
     Returns:
         tuple, optional: The checkpoint and its role in messages, or None
@@ -135,12 +134,8 @@ def main() -> None:
     if start is not None:
         check_run_checkpoint(cfg, model_specs, *start, resume=bool(cfg.get('resume')),
                              allow_partial=args.allow_partial_load)
-    loaders, evaluators = ['train_dataloader'], []
-    if cfg.get('val_cfg'):  # a run without validation needs no validation data
-        loaders.append('val_dataloader')
-        evaluators.append('val_evaluator')
-    check_dataloader_paths(cfg, loaders)
-    check_evaluator_files(cfg, evaluators)
+    validation = ['val_dataloader', 'val_evaluator'] if cfg.get('val_cfg') else []  # a run without it needs no data
+    check_data_paths(cfg, ['train_dataloader', *validation])
     run_phase(build_runner(cfg), 'train')
 
 

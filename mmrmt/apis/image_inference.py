@@ -24,7 +24,7 @@ from mmengine.structures import BaseDataElement
 from mmengine.utils import ProgressBar
 
 from mmrmt.checkpoint import load_model_weights
-from mmrmt.utils import PreflightError, config_dataset_meta, revert_sync_bn_when_single
+from mmrmt.utils import PreflightError, config_dataset_meta, replace_sync_bn_types
 from mmrmt.utils.model_kind import config_scope
 from .image_inputs import OutputFiles, write_atomically
 
@@ -120,7 +120,8 @@ def build_inferencer(cfg: Config,
         PreflightError: The config is neither mmdet's nor mmseg's, the
             checkpoint does not fit the model, or the palette is unknown.
     """
-    cfg = revert_sync_bn_when_single(copy.deepcopy(cfg), distributed=False)
+    cfg = copy.deepcopy(cfg)
+    replace_sync_bn_types(cfg.get('model'))
     factory = inferencer_class(config_scope(cfg))
     inferencer = factory(model=cfg, weights=weights, device=device)
     inferencer.show_progress = False  # one progress bar, ours, over all images

@@ -61,29 +61,21 @@ def fit_problems(model_specs: Mapping[str, TensorSpec],
     unexpected = sorted(key for key in file_specs if key not in model_specs)
     missing = sorted(key for key in model_specs
                      if key not in file_specs and not key.startswith(may_be_missing))
+    other_kind = [f'{key}: file {dtype_name(spec.dtype)} vs model {dtype_name(model_specs[key].dtype)}'
+                  for key, spec in file_specs.items()
+                  if key in model_specs and number_kind(spec.dtype) != number_kind(model_specs[key].dtype)]
     problems: List[str] = []
     if mismatched:
         problems.append(f'{len(mismatched)} tensors differ in shape ({first_few(mismatched, 3)})')
-    other_kind = kind_problem(model_specs, file_specs)
     if other_kind:
-        problems.append(other_kind)
+        problems.append(f'{len(other_kind)} tensors hold another kind of number than the model\'s '
+                        f'({first_few(other_kind, 3)}), which no cast makes the same weights (a quantised file?)')
     if unexpected:
         owners = f', of the {", ".join(sorted({owner_of(key) for key in unexpected}))}' if owner_of else ''
         problems.append(f'{len(unexpected)} unexpected keys{owners} ({first_few(unexpected)})')
     if missing:
         problems.append(f'{len(missing)} missing keys ({first_few(missing)})')
     return problems
-
-
-def kind_problem(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, TensorSpec]) -> Optional[str]:
-    """The tensors the file holds in another kind of number than the model, as one phrase; None if none."""
-    other_kind = [f'{key}: file {dtype_name(spec.dtype)} vs model {dtype_name(model_specs[key].dtype)}'
-                  for key, spec in file_specs.items()
-                  if key in model_specs and number_kind(spec.dtype) != number_kind(model_specs[key].dtype)]
-    if not other_kind:
-        return None
-    return (f'{len(other_kind)} tensors hold another kind of number than the model\'s ({first_few(other_kind, 3)}), '
-            'which no cast makes the same weights (a quantised file?)')
 
 
 def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, TensorSpec]) -> Optional[str]:
@@ -96,17 +88,18 @@ def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, Te
     return f'{", ".join(phrases)} (the model\'s dtypes)'
 
 
-def check_fit(model: nn.Module, state_dict: Mapping[str, torch.Tensor], source: str,
+def check_fit(model_specs: Mapping[str, TensorSpec], state_dict: Mapping[str, torch.Tensor], source: str, target: str,
               may_be_missing: Tuple[str, ...] = (), advice: str = 'Is it a checkpoint of another model?') -> None:
-    """Fail unless ``state_dict`` loads into ``model`` strictly (but for keys under ``may_be_missing``): a
-    ``ValueError`` ``'<source> does not fit <Model>: <problems>. <advice>'``; log the casts it needs."""
-    model_specs, file_specs = specs(model.state_dict()), specs(state_dict)
+    """Fail unless ``state_dict`` loads strictly (but for keys under ``may_be_missing``) into the model whose weights
+    ``model_specs`` describes (:func:`specs`), ``target`` in messages: a ``ValueError`` ``'<source> does not fit
+    <target>: <problems>. <advice>'``; log the casts it needs."""
+    file_specs = specs(state_dict)
     problems = fit_problems(model_specs, file_specs, may_be_missing=may_be_missing)
     if problems:
-        raise ValueError(f'{source} does not fit {type(model).__name__}: {"; ".join(problems)}. {advice}')
+        raise ValueError(f'{source} does not fit {target}: {"; ".join(problems)}. {advice}')
     note = cast_note(model_specs, file_specs)
     if note:
-        logger.info(f'{source} into {type(model).__name__}: {note}')
+        logger.info(f'{source} into {target}: {note}')
 
 
 def load_model_weights(model: nn.Module, checkpoint: object, source: str) -> None:
@@ -117,7 +110,7 @@ def load_model_weights(model: nn.Module, checkpoint: object, source: str) -> Non
         ValueError: See :func:`extract_state_dict`, :func:`check_fit`.
     """
     state_dict = extract_state_dict(checkpoint, source)
-    check_fit(model, state_dict, source)
+    check_fit(specs(model.state_dict()), state_dict, source, type(model).__name__)
     model.load_state_dict(state_dict)
 
 
@@ -146,7 +139,7 @@ def load_pretrained(model: nn.Module,
     dropped = sorted(key for key in state_dict if key.startswith(dropped_prefixes))
     state_dict = {key: value for key, value in state_dict.items() if not key.startswith(dropped_prefixes)}
     missing = sorted(key for key in model.state_dict() if key not in state_dict)
-    check_fit(model, state_dict, filename, new_prefixes,
+    check_fit(specs(model.state_dict()), state_dict, filename, type(model).__name__, new_prefixes,
               'Is it a checkpoint of another variant (check `arch`) or of another model?')
     if before_load is not None:
         before_load()

@@ -2,9 +2,7 @@
 imports this package on the first lookup of ``mmrmt.OwnWorkDirRunner``) and in mmengine's own registries, with the
 tools' bf16 CPU optimizer wrapper and test hook. ``import mmrmt`` does not import it (it loads mmcv's ops)."""
 from .cpu_amp import CPUAmpOptimWrapper, Float32CPUKernelsHook
-from .own_checkpoint import own_last_checkpoint
 from .own_work_dir_runner import OwnWorkDirRunner, work_dir_claim
 from .resume_rng_hook import ResumeRNGHook
 
-__all__ = ['CPUAmpOptimWrapper', 'Float32CPUKernelsHook', 'own_last_checkpoint', 'OwnWorkDirRunner', 'ResumeRNGHook',
-           'work_dir_claim']
+__all__ = ['CPUAmpOptimWrapper', 'Float32CPUKernelsHook', 'OwnWorkDirRunner', 'ResumeRNGHook', 'work_dir_claim']

@@ -58,11 +58,6 @@ def is_inside(path: str, folder: str) -> bool:
     return osp.realpath(osp.dirname(osp.abspath(path))) == osp.realpath(folder)
 
 
-def moved_into(path: str, folder: str) -> str:
-    """``path``'s file name inside ``folder``."""
-    return posixpath.join(folder, posixpath.basename(path))
-
-
 def own_last_checkpoint(work_dir: str, out_dir: Optional[str] = None) -> Tuple[Optional[str], Optional[str]]:
     """The checkpoint ``work_dir``'s ``last_checkpoint`` names (None without one), moved into the run's
     :func:`checkpoint_folder` when it lies elsewhere, and then a line saying so for the log (else None).
@@ -75,7 +70,7 @@ def own_last_checkpoint(work_dir: str, out_dir: Optional[str] = None) -> Tuple[O
     if recorded is None or is_inside(recorded, folder):
         return recorded, None
     record_file = osp.join(osp.abspath(work_dir), 'last_checkpoint')
-    own = moved_into(recorded, folder)
+    own = posixpath.join(folder, posixpath.basename(recorded))  # the same file name in the run's folder
     if not (is_remote(own) or osp.isfile(own)):
         raise ForeignCheckpointError(
             f'{record_file} names {recorded}, a checkpoint outside this run\'s folder {folder} (a copied or moved '
@@ -89,4 +84,4 @@ def keep_checkpoint_paths_own(message_hub: MessageHub, folder: str) -> None:
     """Move a resumed message hub's checkpoint paths into ``folder`` (CheckpointHook deletes the old best one)."""
     for key, value in list(message_hub.runtime_info.items()):
         if key.startswith(CHECKPOINT_PATH_KEYS) and isinstance(value, str) and not is_inside(value, folder):
-            message_hub.update_info(key, moved_into(value, folder))
+            message_hub.update_info(key, posixpath.join(folder, posixpath.basename(value)))

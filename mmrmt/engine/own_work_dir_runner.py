@@ -37,11 +37,10 @@ class OwnWorkDirRunner(Runner):
     options known, before the work dir exists), one run at a time (:func:`work_dir_claim`, taken by rank 0 before
     anything is written, given back after ``train()``, ``val()``, ``test()``), no training over an earlier run's
     checkpoints unless resuming (:func:`~mmrmt.engine.own_checkpoint.earlier_run_problem`), ``resume=True`` from the
-    run's own checkpoints (moved into its folder: :func:`~mmrmt.engine.own_last_checkpoint`, the message hub's paths
-    too), a
-    :class:`ResumeRNGHook` unless the hooks hold one, plain data only in a loaded ``meta['config']``, local checkpoints
-    written whole. mmrmt's configs select it (``runner_type='mmrmt.OwnWorkDirRunner'``); mmseg's test.py by the fix
-    ``honoured-runner-type``."""
+    run's own checkpoints (moved into its folder: :func:`~mmrmt.engine.own_checkpoint.own_last_checkpoint`, the
+    message hub's paths too), a :class:`ResumeRNGHook` unless the hooks hold one, plain data only in a loaded
+    ``meta['config']``, local checkpoints written whole. mmrmt's configs select it
+    (``runner_type='mmrmt.OwnWorkDirRunner'``); mmseg's test.py by the fix ``honoured-runner-type``."""
 
     honoured_by_from_cfg = True
 
@@ -49,7 +48,7 @@ class OwnWorkDirRunner(Runner):
         arguments = signature(Runner.__init__).bind(self, *args, **kwargs).arguments
         load_from, resume = arguments.get('load_from'), bool(arguments.get('resume'))
         self._auto_resume = resume and load_from is None  # resume from the work dir's last checkpoint
-        self._work_dir_claim: Optional[RunClaim] = None
+        self._work_dir_claim = work_dir_claim(osp.abspath(arguments['work_dir']))  # rank 0 takes it in setup_env
         self._notes: List[str] = []  # warnings of setup_env, for the log once it exists
         try:  # mmdet's and mmseg's tools hand a checkpoint over unchecked; a refused pickle raises its own line
             if isinstance(load_from, str) and not is_remote(load_from):
@@ -68,14 +67,14 @@ class OwnWorkDirRunner(Runner):
         try:
             super().__init__(*args, **kwargs)
         except BaseException:
-            self._release_work_dir()
+            self._work_dir_claim.give_back()
             raise
 
     def setup_env(self, env_cfg: dict) -> None:
         """mmengine's, then, before anything is written, the work dir's claim, the removal of checkpoints a killed
         run left half-written and, for an automatic resume, the checkpoint to resume from."""
         super().setup_env(env_cfg)
-        self._claim_work_dir()
+        self._end_unless_rank0_finds_none(self._take_work_dir)
         out_dir = checkpoint_out_dir(self.cfg)
         if self.rank == 0 and not is_remote(out_dir or ''):
             for leftover in remove_leftover_temporaries(checkpoint_folder(self.work_dir, out_dir)):
@@ -159,19 +158,14 @@ class OwnWorkDirRunner(Runner):
                             f'was left, and {kept}')
 
     def _in_own_work_dir(self, phase: Callable[[], Any]) -> Any:
-        self._claim_work_dir()  # still held after __init__; taken again after an earlier phase
+        self._end_unless_rank0_finds_none(self._take_work_dir)  # held after __init__; taken again after a phase
         try:
             return phase()
         finally:
-            self._release_work_dir()
-
-    def _claim_work_dir(self) -> None:
-        """Rank 0 claims the work dir (a claim it holds stays held); every rank ends if it did not get it."""
-        self._end_unless_rank0_finds_none(self._take_work_dir)
+            self._work_dir_claim.give_back()
 
     def _take_work_dir(self) -> Optional[str]:
-        """Take the work dir's claim; why it could not be taken, or None."""
-        self._work_dir_claim = self._work_dir_claim or work_dir_claim(self.work_dir)
+        """Take the work dir's claim (a claim held stays held); why it could not be taken, or None."""
         try:
             self._work_dir_claim.take()
         except ClaimError as error:
@@ -186,10 +180,6 @@ class OwnWorkDirRunner(Runner):
         broadcast_object_list(problem)
         if problem[0] is not None:
             self._exit_with(problem[0])
-
-    def _release_work_dir(self) -> None:
-        if self._work_dir_claim is not None:
-            self._work_dir_claim.give_back()
 
     def _exit_with(self, message: str) -> NoReturn:
         """End this process with status 1; rank 0 prints ``error: <message>``."""

@@ -2,27 +2,29 @@
 (or lies inside) an input, links resolved, whatever ``--force`` says (the runner refuses to train over an earlier
 run: :func:`mmrmt.engine.own_checkpoint.earlier_run_problem`)."""
 import os.path as osp
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from mmengine.config import Config
 
 from mmrmt.checkpoint import is_remote
 from .preflight import PreflightError, check_writable
 
-DEMO_DATA_HINT = 'for the demo configs run `python tools/misc/make_demo_data.py`'
 #: (role, path) of one input of a tool, e.g. ``('the checkpoint', 'ck.pth')``.
 Input = Tuple[str, Optional[str]]
 
 
-def leaf_datasets(dataset: dict) -> Iterator[dict]:
-    """The dataset configs inside wrappers (``dataset=`` / ``datasets=``)."""
-    if 'dataset' in dataset:
-        yield from leaf_datasets(dataset['dataset'])
-    elif 'datasets' in dataset:
-        for child in dataset['datasets']:
+def leaf_datasets(node: Any) -> Iterator[dict]:
+    """The dataset configs inside a loader or a wrapper (``dataset=`` / ``datasets=``); an evaluator's metric (or each
+    of a list) is its own leaf (its ``ann_file``, e.g. CocoMetric's, is what :func:`dataset_paths` gives)."""
+    if isinstance(node, (list, tuple)):
+        for child in node:
             yield from leaf_datasets(child)
+    elif 'dataset' in node:
+        yield from leaf_datasets(node['dataset'])
+    elif 'datasets' in node:
+        yield from leaf_datasets(node['datasets'])
     else:
-        yield dataset
+        yield node
 
 
 def dataset_paths(dataset: dict) -> Iterator[Tuple[str, str, bool]]:
@@ -37,25 +39,15 @@ def dataset_paths(dataset: dict) -> Iterator[Tuple[str, str, bool]]:
             yield f'{key} folder', osp.join(root, prefix), True
 
 
-def check_dataloader_paths(cfg: Config, dataloaders: Sequence[str]) -> None:
-    """Fail on the first missing data root, annotation file or image folder of the loaders ``dataloaders``."""
-    for name in dataloaders:
-        for dataset in leaf_datasets(cfg[name]['dataset']) if cfg.get(name) else ():
-            for what, path, is_dir in dataset_paths(dataset):
+def check_data_paths(cfg: Config, names: Sequence[str]) -> None:
+    """Fail on the first missing data root, annotation file or image folder of the loaders and evaluators ``names``
+    (e.g. ``['test_dataloader', 'test_evaluator']``)."""
+    for name in names:
+        for part in leaf_datasets(cfg.get(name) or {}):
+            for what, path, is_dir in dataset_paths(part):
                 if not ((osp.isdir(path) if is_dir else osp.isfile(path)) or is_remote(path)):
-                    raise PreflightError(
-                        f'{what} of {name} not found: {path} (set it with --cfg-options, or {DEMO_DATA_HINT})')
-
-
-def check_evaluator_files(cfg: Config, evaluators: Sequence[str]) -> None:
-    """Fail when an evaluator's ``ann_file`` (e.g. CocoMetric's) is missing."""
-    for name in evaluators:
-        evaluator = cfg.get(name)
-        for metric in evaluator if isinstance(evaluator, (list, tuple)) else [evaluator]:
-            ann_file = metric.get('ann_file') if isinstance(metric, dict) else None
-            if ann_file and not (is_remote(ann_file) or osp.isfile(ann_file)):
-                raise PreflightError(f'annotation file of {name} not found: {ann_file} (set it with '
-                                     f'--cfg-options, or {DEMO_DATA_HINT})')
+                    raise PreflightError(f'{what} of {name} not found: {path} (set it with --cfg-options, or for the '
+                                         'demo configs run `python tools/misc/make_demo_data.py`)')
 
 
 def resolved(path: str) -> str:
@@ -95,7 +87,7 @@ def dataloader_inputs(cfg: Config, dataloaders: Iterable[str]) -> List[Input]:
     root of ``'.'`` would refuse every output)."""
     inputs = []
     for name in dataloaders:
-        for dataset in leaf_datasets(cfg[name]['dataset']) if cfg.get(name) else ():
+        for dataset in leaf_datasets(cfg.get(name) or {}):
             paths = list(dataset_paths(dataset))
             has_prefix = any(role.endswith('folder') for role, _, _ in paths)
             inputs += [(f'the {role} of {name}', path) for role, path, _ in paths

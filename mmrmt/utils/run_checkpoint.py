@@ -3,12 +3,10 @@ weights in the file, with the same shape and kind of number, and nothing more, u
 from typing import Dict, Mapping, Optional
 
 from mmengine.config import Config
-from mmengine.logging import print_log
 from mmengine.model import BaseTTAModel
 from torch import nn
 
-from mmrmt.checkpoint import (StateDict, TensorSpec, cast_note, extract_state_dict, fit_problems, kind_problem,
-                              read_checkpoint_to_load, specs)
+from mmrmt.checkpoint import StateDict, TensorSpec, check_fit, extract_state_dict, read_checkpoint_to_load, specs
 from .model_from_config import build_cpu_model
 from .preflight import PreflightError, file_errors_as_tool_errors
 
@@ -37,25 +35,22 @@ def config_model_specs(cfg: Config) -> Dict[str, TensorSpec]:
 def check_run_checkpoint(cfg: Config, model_specs: Mapping[str, TensorSpec], path: str, role: str,
                          resume: bool = False, allow_partial: bool = False) -> Optional[StateDict]:
     """Fail before the run unless ``path`` passes :func:`read_run_checkpoint` and holds the whole model of ``cfg``
-    (``model_specs``: :func:`model_specs`; the problems: :func:`~mmrmt.checkpoint.fit_problems`); ``allow_partial``:
-    only the kinds of number both hold. Returns the file's weights (None for a remote path the runner reads)."""
+    (``model_specs``: :func:`model_specs`; the problems: :func:`~mmrmt.checkpoint.check_fit`); ``allow_partial``:
+    only the kinds of number of the tensors that match in shape. Returns the file's weights (None for a remote path
+    the runner reads)."""
     checkpoint = read_run_checkpoint(path, role, resume)
     if checkpoint is None:
         return None
     weights = extract_state_dict(checkpoint, path)
-    file_specs = specs(weights)
-    if allow_partial:  # the tensors that match in shape load, cast to the model's dtype: integers never
-        other_kind = kind_problem(model_specs, file_specs)
-        if other_kind:
-            raise PreflightError(f'{role} {path} does not fit the model of {cfg.filename} even in part: '
-                                 f'{other_kind}. Load a floating-point checkpoint')
+    if allow_partial:  # what mmengine's partial load loads: the tensors that match in shape, cast (integers never)
+        matching = {key: value for key, value in weights.items()
+                    if key in model_specs and value.shape == model_specs[key].shape}
+        with file_errors_as_tool_errors():
+            check_fit(model_specs, matching, f'{role} {path}', f'the model of {cfg.filename} even in part', ('',),
+                      'Load a floating-point checkpoint')
         return weights
-    problems = fit_problems(model_specs, file_specs)
-    if problems:
-        raise PreflightError(f'{role} {path} does not fit the model of {cfg.filename}: {"; ".join(problems)}. Is it a '
-                             'checkpoint of another model? To load only the weights that match on purpose (e.g. to '
-                             'fine-tune with other classes), add --allow-partial-load')
-    note = cast_note(model_specs, file_specs)
-    if note:
-        print_log(f'{role} {path}: {note}', logger='current')
+    with file_errors_as_tool_errors():
+        check_fit(model_specs, weights, f'{role} {path}', f'the model of {cfg.filename}',
+                  advice='Is it a checkpoint of another model? To load only the weights that match on purpose (e.g. '
+                  'to fine-tune with other classes), add --allow-partial-load')
     return weights

@@ -32,21 +32,14 @@ def replace_sync_bn_types(node: Any) -> None:
         replace_sync_bn_types(value)
 
 
-def revert_sync_bn_when_single(cfg: Config, distributed: bool) -> Config:
-    """Replace SyncBN by BN in ``cfg.model`` (in place) unless the run is ``distributed`` and CUDA is available;
-    returns ``cfg``."""
-    if not (distributed and torch.cuda.is_available()) and 'model' in cfg:
-        replace_sync_bn_types(cfg.model)
-    return cfg
-
-
 def load_run_config(config: str,
                     cfg_options: Optional[Sequence[str]] = None,
                     launcher: str = 'none',
                     work_dir: Optional[str] = None) -> Config:
     """Load ``config`` with its ``--cfg-options`` (checked) and prepare it for a run on this machine: ``launcher``
     ('none', 'pytorch', 'slurm' or 'mpi'; only 'pytorch' without CUDA), ``work_dir`` (else the config's, else
-    ``./work_dirs/<config name>``); a :class:`PreflightError` for a bad config, override or launcher."""
+    ``./work_dirs/<config name>``), SyncBN replaced by BN unless distributed on CUDA; a :class:`PreflightError`
+    for a bad config, override or launcher."""
     cfg = apply_cfg_options(read_config(config), cfg_options)
     cfg.launcher = launcher
     if work_dir is not None or cfg.get('work_dir') is None:
@@ -59,7 +52,9 @@ def load_run_config(config: str,
             cfg.model_wrapper_cfg = dict(
                 type='MMDistributedDataParallel', device_ids=None, broadcast_buffers=False,
                 find_unused_parameters=cfg.get('find_unused_parameters', False))
-    return revert_sync_bn_when_single(cfg, distributed=launcher != 'none')
+    if launcher == 'none' or not torch.cuda.is_available():  # SyncBN synchronises processes on CUDA devices
+        replace_sync_bn_types(cfg.get('model'))
+    return cfg
 
 
 def build_runner(cfg: Config, model: Optional[nn.Module] = None) -> Runner:

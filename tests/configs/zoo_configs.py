@@ -10,7 +10,7 @@ from mmengine.registry import MODELS, init_default_scope
 from torch import nn
 
 from mmrmt.datasets import DEMO_DET_CLASSES
-from mmrmt.utils import revert_sync_bn_when_single
+from mmrmt.utils import replace_sync_bn_types
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG_DIR = REPO / 'configs'
@@ -34,7 +34,8 @@ def load_config(path: Path) -> Config:
     """A fresh copy of the config at ``path`` (each file is parsed once a
     session), its model set up for one CPU process (BN for SyncBN)."""
     cfg = copy.deepcopy(_parse_config(Path(path)))
-    return revert_sync_bn_when_single(cfg, distributed=False)
+    replace_sync_bn_types(cfg.model)
+    return cfg
 
 
 @contextlib.contextmanager

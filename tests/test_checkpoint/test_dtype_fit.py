@@ -68,7 +68,7 @@ def test_casts_within_a_kind_are_one_note():
 def test_check_fit_logs_the_cast_once(caplog):
     model = torch.nn.Linear(2, 2)
     with caplog.at_level(logging.INFO, logger='mmrmt.checkpoint.fit'):
-        check_fit(model, as_dtype(model.state_dict(), torch.float16), 'half.pth')
+        check_fit(specs(model.state_dict()), as_dtype(model.state_dict(), torch.float16), 'half.pth', 'Linear')
     assert [record.getMessage() for record in caplog.records] == [
         "half.pth into Linear: 2 float16 tensors load as float32 (the model's dtypes)"]
 
@@ -133,8 +133,8 @@ def test_a_runs_half_precision_checkpoint_is_said_in_the_log(tmp_path):
     with LogCapture() as capture:
         check_run_checkpoint(run_config(tmp_path), specs(model.state_dict()), path, 'load_from')
     assert len(capture.containing('float16')) == 1
-    assert re.fullmatch(rf'load_from {re.escape(path)}: \d+ float16 tensors load as float32 '
-                        r"\(the model's dtypes\)", capture.containing('float16')[0])
+    assert re.fullmatch(rf'load_from {re.escape(path)} into the model of \S+run.py: \d+ float16 tensors load as '
+                        r"float32 \(the model's dtypes\)", capture.containing('float16')[0])
 
 
 def test_a_partial_load_of_integers_is_refused_too(tmp_path):
@@ -149,3 +149,15 @@ def test_a_partial_load_of_integers_is_refused_too(tmp_path):
                                              rf'of \S+run.py even in part: \d+ {KIND_PROBLEM}'):
         check_run_checkpoint(run_config(tmp_path), specs(state), quantised, 'load_from',
                              allow_partial=True)
+
+
+def test_a_partial_load_of_half_precision_is_said_in_the_log(tmp_path):
+    """--allow-partial-load: the casts of the tensors that load are logged as for a whole checkpoint (issue 49)."""
+    state = tiny_rmt().state_dict()
+    partial = as_dtype({key: value for key, value in state.items() if not key.startswith('layers.3')}, torch.float16)
+    path = write(partial, tmp_path / 'half_part.pth')
+    with LogCapture() as capture:
+        check_run_checkpoint(run_config(tmp_path), specs(state), path, 'load_from', allow_partial=True)
+    assert len(capture.containing('float16')) == 1
+    assert re.fullmatch(rf'load_from {re.escape(path)} into the model of \S+run.py even in part: \d+ float16 tensors '
+                        r"load as float32 \(the model's dtypes\)", capture.containing('float16')[0])

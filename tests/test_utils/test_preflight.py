@@ -2,7 +2,7 @@
 import pytest
 from mmengine.config import Config
 
-from mmrmt.utils import PreflightError, check_dataloader_paths, check_evaluator_files, check_new_file, check_writable
+from mmrmt.utils import PreflightError, check_data_paths, check_new_file, check_writable
 
 
 def test_writable_paths_pass_without_being_created(tmp_path):
@@ -80,16 +80,15 @@ def test_missing_data_is_named_with_its_loader_and_the_demo_data(tmp_path):
                                                                     data_prefix=dict(img='val/'))]))
     cfg = Config(dict(train_dataloader=dict(dataset=dict(data_root=str(tmp_path / 'no_data'))), test_dataloader=loader,
                       test_evaluator=dict(type='CocoMetric', ann_file=str(coco / 'missing.json'))))
-    for check, names, what in ((check_dataloader_paths, ['train_dataloader'], f'data root of train_dataloader not '
+    for check, names, what in ((check_data_paths, ['train_dataloader'], f'data root of train_dataloader not '
                                 f'found: {tmp_path}/no_data'),
-                               (check_dataloader_paths, ['val_dataloader', 'test_dataloader'], 'annotation file of '
+                               (check_data_paths, ['val_dataloader', 'test_dataloader'], 'annotation file of '
                                 f'test_dataloader not found: {coco}/missing.json'),
-                               (check_evaluator_files, ['test_evaluator'], 'annotation file of test_evaluator not '
+                               (check_data_paths, ['test_evaluator'], 'annotation file of test_evaluator not '
                                 f'found: {coco}/missing.json')):
         with pytest.raises(PreflightError) as error:
             check(cfg, names)
         assert str(error.value).startswith(f'{what} (set it with --cfg-options, or ')
         assert 'make_demo_data.py' in str(error.value)
     (coco / 'missing.json').write_text('{}')
-    check_dataloader_paths(cfg, ['test_dataloader'])
-    check_evaluator_files(cfg, ['test_evaluator'])
+    check_data_paths(cfg, ['test_dataloader', 'test_evaluator'])

@@ -22,7 +22,7 @@ from typing import List, Optional, Tuple
 
 from mmengine.config import Config
 
-from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_dataloader_paths,
+from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_data_paths,
                          check_graph_file, check_new_file, file_errors_as_tool_errors, read_config, replaced_atomically,
                          run_main)
 
@@ -52,7 +52,7 @@ def preflight(args: argparse.Namespace) -> Tuple[Config, Optional[List[str]]]:
         raise PreflightError(f'--count must be at least 1, got {args.count}')
     cfg = apply_cfg_options(read_config(args.config), args.cfg_options)
     if args.images is None:
-        check_dataloader_paths(cfg, ['val_dataloader'])
+        check_data_paths(cfg, ['val_dataloader'])
         return cfg, None
     from mmrmt.deployment.int8 import usable_images
     if not Path(args.images).is_dir():

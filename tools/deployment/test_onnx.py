@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from mmrmt.deployment.runtime import add_runtime_arguments, check_runtime, runtime_label
-from mmrmt.utils import (PreflightError, add_cfg_options, build_runner, check_dataloader_paths, check_evaluator_files,
-                         check_graph_file, check_not_an_input, check_writable, dataloader_inputs, load_run_config,
-                         run_main)
+from mmrmt.utils import (PreflightError, add_cfg_options, build_runner, check_data_paths, check_graph_file,
+                         check_not_an_input, check_writable, dataloader_inputs, load_run_config, run_main)
 from mmrmt.utils.model_kind import check_graph_fits_config
 from mmrmt.utils.prediction_out import (add_prediction_dump, add_prediction_out_arguments, check_prediction_out,
                                         prediction_out_claimed)
@@ -59,8 +58,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     check_writable(cfg.work_dir, '--work-dir', is_dir=True)
     check_not_an_input(cfg.work_dir, '--work-dir', inputs)
     check_prediction_out(cfg, args.out, args.force, inputs)
-    check_dataloader_paths(cfg, ['test_dataloader'])
-    check_evaluator_files(cfg, ['test_evaluator'])
+    check_data_paths(cfg, ['test_dataloader', 'test_evaluator'])
     cfg.model.backbone.pop('init_cfg', None)  # the graph holds the weights: nothing to load
     cfg.load_from = None
     from mmrmt.deployment.runtime import GraphError, evaluate_graph

@@ -20,7 +20,7 @@ import torch
 from timm.models import adapt_input_conv, build_model_with_cfg, resolve_pretrained_cfg
 from torch import nn
 
-from mmrmt.checkpoint import check_fit, copy_dropped_if_refused, extract_state_dict, read_checkpoint
+from mmrmt.checkpoint import check_fit, copy_dropped_if_refused, extract_state_dict, read_checkpoint, specs
 from ..backbones.input_check import RECORD_INSTEAD
 
 #: The evaluation settings shared by the authors' ImageNet models (their
@@ -172,7 +172,8 @@ class TimmClassifierMixin:
         if other_head:
             state_dict = {key: value for key, value in state_dict.items()
                           if not key.startswith(self.classifier_prefixes)}
-        check_fit(self, state_dict, filename, self.classifier_prefixes if other_head else (),
+        check_fit(specs(model_state), state_dict, filename, type(self).__name__,
+                  self.classifier_prefixes if other_head else (),
                   'Is it a checkpoint of another variant (check the model name) or of another model?')
         self.load_state_dict(state_dict, strict=False)
 
@@ -196,7 +197,8 @@ class TimmClassifierMixin:
                 :func:`~mmrmt.checkpoint.check_fit`); the model is left untouched.
         """
         if strict:
-            check_fit(self, state_dict, 'the weights loaded (by timm\'s checkpoint_path=, or load_state_dict)',
+            check_fit(specs(self.state_dict()), state_dict,
+                      'the weights loaded (by timm\'s checkpoint_path=, or load_state_dict)', type(self).__name__,
                       advice='Is it a checkpoint of another variant (check the model name) or of another model?')
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
