@@ -10,9 +10,6 @@ from .preflight import PreflightError, check_installed
 #: The oldest ONNX opset (of the default domain) the tools read: the oldest pytorch2onnx.py writes
 #: (``--exporter torchscript``), and mmdeploy's deploy configs' opset.
 OLDEST_OPSET = 11
-#: The fix for external data onnx's checker refuses (a file outside the model's folder, a link, none).
-KEEP_TOGETHER = "onnxruntime reads no external data from outside the model's folder, nor through links: keep the " \
-                'model and its data files together in it'
 
 
 def check_graph_file(path: str, role: str = 'ONNX model') -> None:
@@ -41,5 +38,7 @@ def check_graph_file(path: str, role: str = 'ONNX model') -> None:
     except Exception as error:  # ValidationError
         reason = one_line_reason(error)
         if any(map(uses_external_data, model.graph.initializer)):  # the weights' files are the likely cause
-            raise PreflightError(f'{role} {path}: {reason.rstrip(".")}; {KEEP_TOGETHER}') from None
+            raise PreflightError(f'{role} {path}: {reason.rstrip(".")}; onnxruntime reads no external data from '
+                                 "outside the model's folder, nor through links: keep the model and its data files "
+                                 'together in it') from None
         raise PreflightError(broken.format(reason)) from None
