@@ -81,11 +81,10 @@ def check_device(device: Optional[str]) -> None:
         raise PreflightError(f"--device {device!r} is not a device: give 'cpu', 'cuda' or 'cuda:N'") from None
     if parsed.type not in ('cpu', 'cuda'):
         raise PreflightError(f"--device {device}: this tool runs on 'cpu' or 'cuda' devices")
-    count = torch.cuda.device_count() if parsed.type == 'cuda' and torch.cuda.is_available() else 0
-    if parsed.type == 'cuda' and count == 0:
-        raise PreflightError(f'--device {device}: torch sees no CUDA device here; use --device cpu')
-    if parsed.type == 'cuda' and parsed.index is not None and parsed.index >= count:
-        raise PreflightError(f'--device {device}: torch sees {count} CUDA device(s), cuda:0 to cuda:{count - 1}')
+    count = torch.cuda.device_count()  # 0 where CUDA is not available
+    if parsed.type == 'cuda' and (parsed.index or 0) >= count:
+        raise PreflightError(f'--device {device}: torch sees ' + (f'{count} CUDA device(s), cuda:0 to cuda:{count - 1}'
+                             if count else 'no CUDA device here; use --device cpu'))
 
 
 def check_input_size(height: int, width: int, purpose: str) -> None:
