@@ -50,7 +50,6 @@ def prediction_out_claimed(cfg: Config, out: Optional[str]) -> Iterator[None]:
     if not out or os.environ.get('RANK', os.environ.get('SLURM_PROCID', '0')) != '0':  # no process group yet
         yield
         return
-    os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)  # which the run would make anyway
     with RunClaim(claim_path(out), f'--out {out} is being written', '--out'):
         yield
 
