@@ -5,7 +5,7 @@ import os
 import os.path as osp
 import sys
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
@@ -75,12 +75,11 @@ def check_installed(modules: Iterable[str], hint: str = DEPLOY_HINT) -> None:
 
 def check_device(device: Optional[str]) -> None:
     """Fail unless ``device`` is None, ``'cpu'``, or a CUDA device torch sees here (e.g. ``'cuda:1'``)."""
-    try:
+    parsed = None
+    with suppress(RuntimeError):  # torch's refusal of a string naming no device
         parsed = torch.device(device or 'cpu')
-    except RuntimeError:
-        raise PreflightError(f"--device {device!r} is not a device: give 'cpu', 'cuda' or 'cuda:N'") from None
-    if parsed.type not in ('cpu', 'cuda'):
-        raise PreflightError(f"--device {device}: this tool runs on 'cpu' or 'cuda' devices")
+    if parsed is None or parsed.type not in ('cpu', 'cuda'):
+        raise PreflightError(f"--device {device!r} is not a device this tool runs on: give 'cpu', 'cuda' or 'cuda:N'")
     count = torch.cuda.device_count()  # 0 where CUDA is not available
     if parsed.type == 'cuda' and (parsed.index or 0) >= count:
         raise PreflightError(f'--device {device}: torch sees ' + (f'{count} CUDA device(s), cuda:0 to cuda:{count - 1}'
