@@ -103,7 +103,8 @@ class CompileRecord:
 
     @staticmethod
     def counts() -> Dict[str, float]:
-        """torch's running totals: graphs, Inductor's compilations (cache hits, misses, bypasses), hits, seconds."""
+        """torch's running totals: graphs, Inductor's compilations (its cache's hits, misses and bypasses) and of them
+        the hits, compile seconds."""
         from torch._dynamo.utils import calculate_time_spent, counters
         inductor = counters['inductor']
         return dict(graphs=counters['stats']['unique_graphs'], cached=inductor['fxgraph_cache_hit'],
