@@ -7,7 +7,6 @@ features' type, and bfloat16 rounds a box corner at x = 1000 to a multiple of 4 
 reduced-precision CPU features as float32 at float32 RoIs, and every head's ``predict_by_feat`` (decoding, NMS) gets
 float32 inputs with autocast off; the layers between keep the autocast precision.
 """
-import types
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, Iterator, Optional, Sequence
@@ -59,7 +58,7 @@ def float32_cpu_kernels(model: nn.Module) -> Iterator[nn.Module]:
     ``predict_by_feat``: mmdet's and mmseg's heads) run in float32 under CPU autocast."""
     heads = [module for module in model.modules() if callable(getattr(type(module), 'predict_by_feat', None))]
     for head in heads:
-        head.predict_by_feat = types.MethodType(predict_in_float32, head)
+        head.predict_by_feat = partial(predict_in_float32, head)
     try:
         with float32_roi_pooling(model):
             yield model
