@@ -61,3 +61,10 @@ def test_out_in_a_folder_yet_to_be_made_is_claimed_there(cfg, name, tmp_path):
     with prediction_out_claimed(Config(dict(cfg, test_evaluator=dict(type='M'))), str(out)):
         assert Path(claim_path(str(out))).is_file()
     assert sorted(path.name for path in out.parent.iterdir()) == []
+
+
+def test_out_is_claimed_by_rank_0_only(tmp_path, monkeypatch):
+    from mmrmt.utils.prediction_out import prediction_out_claimed
+    monkeypatch.setenv('RANK', '1')
+    with prediction_out_claimed(DET, str(tmp_path / 'p.pkl')), prediction_out_claimed(DET, None):
+        assert list(tmp_path.iterdir()) == []
