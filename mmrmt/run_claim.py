@@ -78,7 +78,7 @@ class RunClaim:
     """This run's claim of the file ``path``: :meth:`take` it, :meth:`give_back` it (or ``with``).
 
     Args:
-        path (str): The claim file, in an existing folder.
+        path (str): The claim file (filelock creates its folder, as the run would).
         busy (str): The start of the line refusing a second run, e.g. ``'work dir w is in use'``;
             ``' by another run (<its record>); wait for it to end, or choose another <option>'`` follows.
         option (str): The option choosing another file, e.g. ``'--work-dir'``.

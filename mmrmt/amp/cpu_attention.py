@@ -17,17 +17,13 @@ from mmrmt.cpu_features import cpu_features
 AMX_TILES = {torch.bfloat16: 'amx_bf16', torch.float16: 'amx_fp16'}
 
 
-def half_precision_kernel_runs(dtype: torch.dtype, flags: FrozenSet[str], capability: str) -> bool:
-    """Whether torch's fused CPU attention runs half-precision ``dtype`` on a CPU of ``flags`` (/proc/cpuinfo) under
-    the ATen kernel set ``capability`` (e.g. 'AVX2'): everywhere but on a CPU with tiles for ``dtype`` under a kernel
-    set below AVX-512's, the only one that packs operands for them."""
-    return AMX_TILES[dtype] not in flags or capability.upper().startswith('AVX512')
-
-
 def cpu_attention_dtypes(flags: FrozenSet[str], capability: str, backward: bool) -> Dict[torch.dtype, torch.dtype]:
-    """What each half-precision dtype attends in, for a forward whose backward follows (``backward``) or not:
-    float32 with ``backward`` or where the kernel would raise, itself otherwise."""
-    return {dtype: dtype if not backward and half_precision_kernel_runs(dtype, flags, capability) else torch.float32
+    """What each half-precision dtype attends in on a CPU of ``flags`` (/proc/cpuinfo) under the ATen kernel set
+    ``capability`` (e.g. 'AVX2'), for a forward whose backward follows (``backward``) or not: float32 with
+    ``backward`` or where the kernel would raise (on a CPU with tiles for the dtype under a kernel set below
+    AVX-512's, the only one that packs operands for them), itself otherwise."""
+    packs = capability.upper().startswith('AVX512')
+    return {dtype: dtype if not backward and (AMX_TILES[dtype] not in flags or packs) else torch.float32
             for dtype in AMX_TILES}
 
 

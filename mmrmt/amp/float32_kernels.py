@@ -7,8 +7,6 @@ features' type, and bfloat16 rounds a box corner at x = 1000 to a multiple of 4 
 reduced-precision CPU features as float32 at float32 RoIs, and every head's ``predict_by_feat`` (decoding, NMS) gets
 float32 inputs with autocast off; the layers between keep the autocast precision.
 """
-import sys
-import types
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, Iterator, Optional, Sequence
@@ -42,11 +40,9 @@ def predict_in_float32(head: nn.Module, *args, **kwargs) -> Any:
 
 @contextmanager
 def float32_roi_pooling(model: nn.Module) -> Iterator[nn.Module]:
-    """Within the block, ``model``'s mmdet RoI extractors pool reduced-precision CPU features in float32."""
-    # a model holding an mmdet RoI extractor has imported its module (a segmentation-only install has none)
-    roi_extractors = sys.modules.get('mmdet.models.roi_heads.roi_extractors')
-    extractors = [] if roi_extractors is None else [
-        module for module in model.modules() if isinstance(module, roi_extractors.BaseRoIExtractor)]
+    """Within the block, ``model``'s mmdet RoI extractors (each submodule whose class has mmdet's
+    ``BaseRoIExtractor.build_roi_layers``) pool reduced-precision CPU features in float32."""
+    extractors = [module for module in model.modules() if callable(getattr(type(module), 'build_roi_layers', None))]
     for extractor in extractors:
         extractor.forward = partial(extract_in_float32, extractor)
     try:
@@ -62,7 +58,7 @@ def float32_cpu_kernels(model: nn.Module) -> Iterator[nn.Module]:
     ``predict_by_feat``: mmdet's and mmseg's heads) run in float32 under CPU autocast."""
     heads = [module for module in model.modules() if callable(getattr(type(module), 'predict_by_feat', None))]
     for head in heads:
-        head.predict_by_feat = types.MethodType(predict_in_float32, head)
+        head.predict_by_feat = partial(predict_in_float32, head)
     try:
         with float32_roi_pooling(model):
             yield model

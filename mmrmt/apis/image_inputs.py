@@ -18,7 +18,8 @@ import numpy as np
 from mmengine.config import Config
 from PIL import Image
 
-from mmrmt.utils import PreflightError, replaced_atomically
+from mmrmt.atomic_file import replaced_atomically
+from mmrmt.utils import PreflightError
 from mmrmt.utils.output_guard import resolved
 
 #: File endings read from a folder (a single file or a glob match is taken as it is).

@@ -1,7 +1,6 @@
 """The tools' layer: what the scripts of tools/ and demo/ share (config reading, ``--cfg-options``, preflight
 checks, run checkpoints, converters' flow, the one way a tool ends with an error). ``import mmrmt`` does not
 import it; the model layer never does."""
-from ..atomic_file import replaced_atomically
 from .cfg_options import add_cfg_options, apply_cfg_options
 from .config_file import read_config
 from .conversion import backbone_converter_main, converter_arguments, read_source, write_checked
@@ -14,7 +13,7 @@ from .run_checkpoint import check_run_checkpoint, config_model_specs, model_spec
 from .run_config import build_runner, load_run_config, parse_launch_args, replace_sync_bn_types, run_phase
 
 __all__ = [
-    'replaced_atomically', 'add_cfg_options', 'apply_cfg_options', 'read_config', 'backbone_converter_main',
+    'add_cfg_options', 'apply_cfg_options', 'read_config', 'backbone_converter_main',
     'converter_arguments', 'read_source', 'write_checked', 'INIT_SEED', 'build_cpu_model', 'build_seeded_model',
     'config_dataset_meta', 'check_graph_file', 'check_data_paths', 'check_new_file', 'check_not_an_input',
     'dataloader_inputs', 'PreflightError', 'check_device', 'check_installed', 'check_input_size', 'check_writable',

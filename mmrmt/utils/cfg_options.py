@@ -137,8 +137,7 @@ def unknown_key_error(key: str, where: str, name: str, existing: Iterable[str], 
     return PreflightError(f'--cfg-options {key}: {what} has no {name!r}{hint}')
 
 
-def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str] = (),
-              retyped: Optional[Mapping[str, Any]] = None) -> None:
+def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str], retyped: Mapping[str, Any]) -> None:
     """Fail unless ``key`` names a setting of ``cfg`` or an argument its component takes (keys under a
     setting in ``replaced``, given ``SETTING._delete_=True``, make a new dict and are not checked; a component
     in ``retyped``, given ``COMPONENT.type=NAME``, is checked as of its new type)."""
@@ -162,7 +161,7 @@ def check_key(cfg: Config, key: str, value: Any, replaced: Collection[str] = (),
         if part in node or part.startswith('_'):
             node = node.get(part)
             continue
-        cls = component_class(dict(type=retyped[where]) if where in (retyped or {}) else node)
+        cls = component_class(dict(type=retyped[where]) if where in retyped else node)
         if cls is not None:
             arguments = constructor_arguments(cls)
             if arguments is None or part in arguments:

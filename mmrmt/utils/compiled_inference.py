@@ -103,22 +103,21 @@ class CompileRecord:
 
     @staticmethod
     def counts() -> Dict[str, float]:
-        """torch's running totals: graphs, Inductor's cache hits, misses and bypasses, compile seconds."""
+        """torch's running totals: graphs, Inductor's compilations (its cache's hits, misses and bypasses) and of them
+        the hits, compile seconds."""
         from torch._dynamo.utils import calculate_time_spent, counters
         inductor = counters['inductor']
-        return dict(graphs=counters['stats']['unique_graphs'], hits=inductor['fxgraph_cache_hit'],
-                    misses=inductor['fxgraph_cache_miss'], bypasses=inductor['fxgraph_cache_bypass'],
+        return dict(graphs=counters['stats']['unique_graphs'], cached=inductor['fxgraph_cache_hit'],
+                    compilations=sum(inductor[f'fxgraph_cache_{kind}'] for kind in ('hit', 'miss', 'bypass')),
                     seconds=calculate_time_spent()['total_wall_time'])
 
     def summary(self) -> str:
         """One line, e.g. 'torch.compile: backbone and neck compiled in 41.2 s (3 graphs; Inductor's code
         of 3 of 3 from its cache /tmp/torchinductor_me)'."""
         from torch._inductor.runtime.cache_dir_utils import cache_dir
-        now = self.counts()
-        done = {key: int(now[key] - self.start[key]) for key in ('graphs', 'hits', 'misses', 'bypasses')}
-        return (f'torch.compile: {self.what} compiled in {now["seconds"] - self.start["seconds"]:.1f} s '
-                f"({done['graphs']} graphs; Inductor's code of {done['hits']} of "
-                f"{done['hits'] + done['misses'] + done['bypasses']} from its cache {cache_dir()})")
+        done = {key: value - self.start[key] for key, value in self.counts().items()}
+        return (f"torch.compile: {self.what} compiled in {done['seconds']:.1f} s ({done['graphs']} graphs; Inductor's "
+                f"code of {done['cached']} of {done['compilations']} from its cache {cache_dir()})")
 
 
 def compile_features(model: nn.Module, options: Dict[str, Any], training: bool = False) -> CompileRecord:

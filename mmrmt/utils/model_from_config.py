@@ -35,9 +35,7 @@ def build_cpu_model(cfg: Config, quiet: bool = False) -> nn.Module:
     replace_sync_bn_types(model_cfg)
     init_default_scope(cfg.get('default_scope', 'mmdet'))
     try:
-        with warnings.catch_warnings():
-            if quiet:
-                warnings.simplefilter('ignore')
+        with warnings.catch_warnings(record=quiet):  # recorded: into a list no one reads
             model = MODELS.build(model_cfg)
     except Exception as error:  # a constructor can raise anything
         raise PreflightError(f'the model of {cfg.filename} does not build: {one_line_reason(error)}') from error

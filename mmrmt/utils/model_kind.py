@@ -7,7 +7,6 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 from mmengine.config import Config
 
-from .onnx_file import BACKBONE_OUTPUT_PREFIX
 from .preflight import PreflightError
 
 #: Each kind, as messages call it.
@@ -16,6 +15,8 @@ KIND_NAMES = {'two_stage': 'two-stage detector without masks', 'two_stage+masks'
 #: The ports of each kind's whole-model graph, in messages.
 KIND_PORTS = dict(two_stage="takes 'image' and 'proposals' and returns rpn_* and roi_*",
                   single_stage="takes 'image' and returns head_*", segmentor="takes 'image' and returns seg_logits")
+#: The first outputs of a backbone-only graph (tensor mode: ``feature_0``, ``feature_1``...).
+BACKBONE_OUTPUT_PREFIX = 'feature_'
 
 
 def config_scope(cfg: Config, config: str = 'the config') -> str:

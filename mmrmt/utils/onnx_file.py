@@ -1,7 +1,7 @@
 """The one check of an ONNX model file given to a tool, before a session is opened or anything built: an ONNX
 model (not another kind of file, not empty or cut short) of an opset the tools read, its external data inside its own
-folder (onnx's checker, which refuses links out of it from onnx 1.22), and, for a tool that evaluates a whole model,
-not a backbone alone."""
+folder (onnx's checker, which refuses links out of it from onnx 1.22). Whether it is the graph of the model a
+config describes: :func:`~mmrmt.utils.model_kind.check_graph_fits_config`."""
 from pathlib import Path
 
 from mmrmt.checkpoint import one_line_reason
@@ -11,17 +11,11 @@ from .preflight import PreflightError, check_installed
 #: (``--exporter torchscript``), and mmdeploy's deploy configs' opset.
 OLDEST_OPSET = 11
 
-#: The first outputs of a backbone-only graph (tensor mode: ``feature_0``, ``feature_1``...).
-BACKBONE_OUTPUT_PREFIX = 'feature_'
-#: The fix for external data onnx's checker refuses (a file outside the model's folder, a link, none).
-KEEP_TOGETHER = "onnxruntime reads no external data from outside the model's folder, nor through links: keep the " \
-                'model and its data files together in it'
 
-
-def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = False) -> None:
+def check_graph_file(path: str, role: str = 'ONNX model') -> None:
     """Fail unless onnx and onnxruntime are installed and ``path`` (``role`` in messages, e.g. ``'--onnx
     file'``) is an ONNX model a tool may open (see the module): of an opset of the default domain from
-    :data:`OLDEST_OPSET` to the newest the installed onnx knows; ``whole_model``: refuse a backbone-only graph."""
+    :data:`OLDEST_OPSET` to the newest the installed onnx knows."""
     check_installed(('onnx', 'onnxruntime'))
     export_hint = 'export one with tools/deployment/pytorch2onnx.py'
     if not Path(path).is_file():
@@ -44,9 +38,7 @@ def check_graph_file(path: str, role: str = 'ONNX model', whole_model: bool = Fa
     except Exception as error:  # ValidationError
         reason = one_line_reason(error)
         if any(map(uses_external_data, model.graph.initializer)):  # the weights' files are the likely cause
-            raise PreflightError(f'{role} {path}: {reason.rstrip(".")}; {KEEP_TOGETHER}') from None
+            raise PreflightError(f'{role} {path}: {reason.rstrip(".")}; onnxruntime reads no external data from '
+                                 "outside the model's folder, nor through links: keep the model and its data files "
+                                 'together in it') from None
         raise PreflightError(broken.format(reason)) from None
-    outputs = [value.name for value in model.graph.output]
-    if whole_model and outputs and all(name.startswith(BACKBONE_OUTPUT_PREFIX) for name in outputs):
-        raise PreflightError(f'{role} {path} is a backbone-only graph (outputs {", ".join(outputs[:4])}); '
-                             'this tool evaluates a whole model: export it without --backbone-only')

@@ -1,6 +1,4 @@
 """tools/test.py's ``--out`` of a detector: the predictions pickled into place atomically."""
-from typing import Any
-
 from mmdet.evaluation import DumpDetResults
 from mmengine.fileio import dump
 from mmengine.logging import print_log
@@ -16,11 +14,10 @@ class AtomicDumpDetResults(DumpDetResults):
     Args:
         out_file_path (str): The ``.pkl`` file to write.
         force (bool): Whether an existing file there is replaced.
-        **kwargs: The other arguments of ``DumpDetResults``.
     """
 
-    def __init__(self, out_file_path: str, force: bool, **kwargs: Any) -> None:
-        super().__init__(out_file_path=out_file_path, **kwargs)
+    def __init__(self, out_file_path: str, force: bool) -> None:
+        super().__init__(out_file_path=out_file_path)
         self.force = force
 
     def compute_metrics(self, results: list) -> dict:

@@ -3,7 +3,7 @@ atomically), a segmentor's label maps in a folder (mmseg's ``IoUMetric`` ``outpu
 import argparse
 import os
 import os.path as osp
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Iterator, List, Optional, Tuple
 
 from mmengine.config import Config
@@ -47,11 +47,8 @@ def prediction_out_claimed(cfg: Config, out: Optional[str]) -> Iterator[None]:
     if out and config_scope(cfg) == 'mmseg':
         cfg.test_evaluator.output_dir = out
         cfg.test_evaluator.keep_results = True
-    if not out or os.environ.get('RANK', os.environ.get('SLURM_PROCID', '0')) != '0':  # no process group yet
-        yield
-        return
-    os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)  # which the run would make anyway
-    with RunClaim(claim_path(out), f'--out {out} is being written', '--out'):
+    claimed = out and os.environ.get('RANK', os.environ.get('SLURM_PROCID', '0')) == '0'  # no process group yet
+    with RunClaim(claim_path(out), f'--out {out} is being written', '--out') if claimed else nullcontext():
         yield
 
 

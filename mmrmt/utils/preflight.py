@@ -5,7 +5,7 @@ import os
 import os.path as osp
 import sys
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
@@ -75,17 +75,15 @@ def check_installed(modules: Iterable[str], hint: str = DEPLOY_HINT) -> None:
 
 def check_device(device: Optional[str]) -> None:
     """Fail unless ``device`` is None, ``'cpu'``, or a CUDA device torch sees here (e.g. ``'cuda:1'``)."""
-    try:
+    parsed = None
+    with suppress(RuntimeError):  # torch's refusal of a string naming no device
         parsed = torch.device(device or 'cpu')
-    except RuntimeError:
-        raise PreflightError(f"--device {device!r} is not a device: give 'cpu', 'cuda' or 'cuda:N'") from None
-    if parsed.type not in ('cpu', 'cuda'):
-        raise PreflightError(f"--device {device}: this tool runs on 'cpu' or 'cuda' devices")
-    count = torch.cuda.device_count() if parsed.type == 'cuda' and torch.cuda.is_available() else 0
-    if parsed.type == 'cuda' and count == 0:
-        raise PreflightError(f'--device {device}: torch sees no CUDA device here; use --device cpu')
-    if parsed.type == 'cuda' and parsed.index is not None and parsed.index >= count:
-        raise PreflightError(f'--device {device}: torch sees {count} CUDA device(s), cuda:0 to cuda:{count - 1}')
+    if parsed is None or parsed.type not in ('cpu', 'cuda'):
+        raise PreflightError(f"--device {device!r} is not a device this tool runs on: give 'cpu', 'cuda' or 'cuda:N'")
+    count = torch.cuda.device_count()  # 0 where CUDA is not available
+    if parsed.type == 'cuda' and (parsed.index or 0) >= count:
+        raise PreflightError(f'--device {device}: torch sees ' + (f'{count} CUDA device(s), cuda:0 to cuda:{count - 1}'
+                             if count else 'no CUDA device here; use --device cpu'))
 
 
 def check_input_size(height: int, width: int, purpose: str) -> None:

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from mmrmt.amp.cpu_attention import cpu_attention_dtypes, half_precision_kernel_runs
+from mmrmt.amp.cpu_attention import cpu_attention_dtypes
 
 ZEN3 = frozenset('avx2 fma'.split())
 ZEN4 = ZEN3 | frozenset('avx512f avx512bw avx512_vnni avx512_bf16'.split())
@@ -21,7 +21,7 @@ GRANITE_RAPIDS = SAPPHIRE_RAPIDS | frozenset(['amx_fp16'])
     (frozenset(), 'DEFAULT', torch.bfloat16, True),
 ])
 def test_the_half_precision_kernel_raises_only_on_tiles_below_avx512_kernels(flags, capability, dtype, runs):
-    assert half_precision_kernel_runs(dtype, flags, capability) is runs
+    assert cpu_attention_dtypes(flags, capability, backward=False)[dtype] == (dtype if runs else torch.float32)
 
 
 @pytest.mark.parametrize('flags,capability,backward,bf16,fp16', [

@@ -3,8 +3,7 @@ import os
 
 import pytest
 
-from mmrmt.atomic_file import UnwritableError
-from mmrmt.utils import replaced_atomically
+from mmrmt.atomic_file import UnwritableError, replaced_atomically
 
 
 def test_success_replaces_with_the_usual_permissions(tmp_path):

@@ -55,16 +55,19 @@ def test_a_graph_pytorch2onnx_never_writes_is_refused_for_a_config(tmp_path):
                             'seg.py')
 
 
-def test_test_onnx_refuses_a_foreign_graph_before_building(tmp_path):
+@pytest.mark.parametrize('output,line', [
+    ('logits', "is no graph of tools/deployment/pytorch2onnx.py (inputs ['image'], outputs ['logits']); the graph of"),
+    ('feature_0', 'is the graph of a backbone, but '),  # a --backbone-only export
+])
+def test_test_onnx_refuses_a_foreign_graph_before_building(output, line, tmp_path):
     from helpers.onnx_graphs import matmul_graph
     from helpers.tool_modules import REPO, exit_line, import_tool
     pytest.importorskip('onnxruntime')
-    foreign = matmul_graph(tmp_path / 'foreign.onnx', output='logits')
+    foreign = matmul_graph(tmp_path / 'foreign.onnx', output=output)
     config = REPO / 'tests' / 'data' / 'configs' / 'upernet_rmt-tiny_test.py'
-    line = exit_line(import_tool('tools/deployment/test_onnx.py').main,
+    said = exit_line(import_tool('tools/deployment/test_onnx.py').main,
                      [config, foreign, '--work-dir', tmp_path / 'work'])
-    assert line.startswith(f'error: {foreign} is no graph of tools/deployment/pytorch2onnx.py (inputs [\'image\'], '
-                           "outputs ['logits']); the graph of"), line
+    assert said.startswith(f'error: {foreign} {line}'), said
     assert sorted(path.name for path in tmp_path.iterdir()) == ['foreign.onnx']
 
 

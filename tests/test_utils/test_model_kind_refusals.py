@@ -30,11 +30,12 @@ def refusal(check, *args) -> str:
     ('two', 'single', 'two-stage detector without masks', 'single-stage detector (RetinaNet)'),
     ('two', 'masks', 'two-stage detector without masks', 'two-stage detector with masks (MaskRCNN)'),
     ('single', 'seg', 'single-stage detector', 'segmentor (EncoderDecoder)'),
+    ('backbone', 'seg', 'backbone', 'segmentor (EncoderDecoder)'),  # a --backbone-only export, for test_onnx.py
 ])
 def test_a_graph_of_another_kind(graph, model, graph_kind, config_kind, tmp_path):
     pytest.importorskip('onnx')
-    path = (matmul_graph(tmp_path / 'g.onnx', output='head_0_0') if graph == 'single'
-            else two_stage_like_graph(tmp_path / 'g.onnx'))
+    path = (two_stage_like_graph(tmp_path / 'g.onnx') if graph == 'two'
+            else matmul_graph(tmp_path / 'g.onnx', output='head_0_0' if graph == 'single' else 'feature_0'))
     assert refusal(check_graph_fits_config, str(path), Config(dict(model=MODELS[model])), 'm.py') == (
         f'{path} is the graph of a {graph_kind}, but m.py describes a {config_kind}: give the config the graph was '
         "exported from, or export this config's model with tools/deployment/pytorch2onnx.py")

@@ -23,7 +23,6 @@ def refusal(path, **kwargs) -> str:
 def test_a_graph_with_its_weights_inside_or_beside_it_passes(tmp_path):
     check_graph_file(str(matmul_graph(tmp_path / 'inside.onnx')))
     check_graph_file(str(matmul_graph(tmp_path / 'beside.onnx', external='beside.bin')))
-    check_graph_file(str(matmul_graph(tmp_path / 'whole.onnx', output='seg_logits')), whole_model=True)
 
 
 def test_files_that_are_no_onnx_model(tmp_path):
@@ -58,14 +57,6 @@ def test_external_data_must_stay_in_the_models_folder(tmp_path):
         message = refusal(path)
         assert message.startswith(f'ONNX model {path}: ') and message.endswith(f'; {KEEP_TOGETHER}'), message
         assert word in message and (location in message or location.startswith('linked/')), message
-
-
-def test_a_backbone_graph_where_a_whole_model_is_needed(tmp_path):
-    path = matmul_graph(tmp_path / 'backbone.onnx')
-    check_graph_file(str(path))
-    assert refusal(path, whole_model=True) == (
-        f'ONNX model {path} is a backbone-only graph (outputs feature_0); this tool evaluates a whole model: '
-        'export it without --backbone-only')
 
 
 def test_a_graph_of_an_opset_the_tools_do_not_read(tmp_path):

@@ -1,6 +1,8 @@
 """The output guard's one lines (moved from tests/tools/test_bad_inputs_probe.py, whose rows keep one case a tool):
 an output that is a data folder, the config or a checkpoint (links resolved), a
 detector's --out that is no .pkl file."""
+from pathlib import Path
+
 import pytest
 from mmengine.config import Config
 
@@ -49,3 +51,20 @@ def test_out_is_never_the_config_or_the_checkpoint_behind_a_link(tmp_path):
     assert refusal(check_prediction_out, SEG, str(tmp_path), False, [('the config', str(tmp_path))]).startswith(
         f'--out {tmp_path} is the config {tmp_path}; ')
     assert checkpoint.read_bytes() == b'weights'
+
+
+@pytest.mark.parametrize('cfg,name', [(DET, 'p.pkl'), (SEG, 'maps')])
+def test_out_in_a_folder_yet_to_be_made_is_claimed_there(cfg, name, tmp_path):
+    """The claim file of --out goes beside it, in a folder filelock makes (as the run would), and goes after."""
+    from mmrmt.utils.prediction_out import claim_path, prediction_out_claimed
+    out = tmp_path / 'new' / 'deeper' / name
+    with prediction_out_claimed(Config(dict(cfg, test_evaluator=dict(type='M'))), str(out)):
+        assert Path(claim_path(str(out))).is_file()
+    assert sorted(path.name for path in out.parent.iterdir()) == []
+
+
+def test_out_is_claimed_by_rank_0_only(tmp_path, monkeypatch):
+    from mmrmt.utils.prediction_out import prediction_out_claimed
+    monkeypatch.setenv('RANK', '1')
+    with prediction_out_claimed(DET, str(tmp_path / 'p.pkl')), prediction_out_claimed(DET, None):
+        assert list(tmp_path.iterdir()) == []

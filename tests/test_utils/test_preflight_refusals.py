@@ -7,8 +7,8 @@ from mmrmt.utils import PreflightError, check_device
 
 
 @pytest.mark.parametrize('device,count,line', [
-    ('gpu', 0, "--device 'gpu' is not a device: give 'cpu', 'cuda' or 'cuda:N'"),
-    ('mps', 0, "--device mps: this tool runs on 'cpu' or 'cuda' devices"),
+    ('gpu', 0, "--device 'gpu' is not a device this tool runs on: give 'cpu', 'cuda' or 'cuda:N'"),
+    ('mps', 0, "--device 'mps' is not a device this tool runs on: give 'cpu', 'cuda' or 'cuda:N'"),
     ('cuda', 0, '--device cuda: torch sees no CUDA device here; use --device cpu'),
     ('cuda:99', 2, '--device cuda:99: torch sees 2 CUDA device(s), cuda:0 to cuda:1'),
 ])

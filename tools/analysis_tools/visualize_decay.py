@@ -35,11 +35,12 @@ import torch
 from torch import nn
 
 from mmrmt.apis import read_image as read_image_file
+from mmrmt.atomic_file import replaced_atomically
 from mmrmt.checkpoint import extract_state_dict, load_model_weights
 from mmrmt.models.backbones import RMT
 from mmrmt.models.backbones.rmt.attention_maps import AttentionMaps
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_new_file,
-                         file_errors_as_tool_errors, read_config, read_run_checkpoint, replaced_atomically, run_main)
+                         file_errors_as_tool_errors, read_config, read_run_checkpoint, run_main)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

@@ -22,9 +22,9 @@ from typing import List, Optional, Tuple
 
 from mmengine.config import Config
 
+from mmrmt.atomic_file import replaced_atomically
 from mmrmt.utils import (PreflightError, add_cfg_options, apply_cfg_options, build_cpu_model, check_data_paths,
-                         check_graph_file, check_new_file, file_errors_as_tool_errors, read_config, replaced_atomically,
-                         run_main)
+                         check_graph_file, check_new_file, file_errors_as_tool_errors, read_config, run_main)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

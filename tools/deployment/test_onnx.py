@@ -49,7 +49,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     if args.threads is not None and args.threads < 1:
         raise PreflightError(f'--threads must be at least 1, got {args.threads}')
-    check_graph_file(args.model, whole_model=True)
+    check_graph_file(args.model)
     check_runtime(args.runtime, args.precision)
     work_dir = args.work_dir or str(Path('work_dirs') / f'{Path(args.config).stem}_onnx')
     cfg = load_run_config(args.config, args.cfg_options, 'none', work_dir)

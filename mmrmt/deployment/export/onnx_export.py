@@ -9,8 +9,8 @@ import torch
 from torch import nn
 from torch.torch_version import TorchVersion
 
+from mmrmt.atomic_file import replaced_atomically
 from mmrmt.models import ResMLP
-from mmrmt.utils import replaced_atomically
 from mmrmt.utils.onnx_file import OLDEST_OPSET
 from .export_forms import export_forms
 from .fixed_shapes import fixed_shape_export
