@@ -78,28 +78,20 @@ def fit_problems(model_specs: Mapping[str, TensorSpec],
     return problems
 
 
-def cast_note(model_specs: Mapping[str, TensorSpec], file_specs: Mapping[str, TensorSpec]) -> Optional[str]:
-    """Which tensors of a fitting file load cast (``'210 float16 tensors load as float32 ...'``); None if none."""
-    casts = Counter((dtype_name(spec.dtype), dtype_name(model_specs[key].dtype)) for key, spec in file_specs.items()
-                    if key in model_specs and spec.dtype != model_specs[key].dtype)
-    if not casts:
-        return None
-    phrases = [f'{count} {file} tensors load as {model}' for (file, model), count in casts.items()]
-    return f'{", ".join(phrases)} (the model\'s dtypes)'
-
-
 def check_fit(model_specs: Mapping[str, TensorSpec], state_dict: Mapping[str, torch.Tensor], source: str, target: str,
               may_be_missing: Tuple[str, ...] = (), advice: str = 'Is it a checkpoint of another model?') -> None:
     """Fail unless ``state_dict`` loads strictly (but for keys under ``may_be_missing``) into the model whose weights
     ``model_specs`` describes (:func:`specs`), ``target`` in messages: a ``ValueError`` ``'<source> does not fit
-    <target>: <problems>. <advice>'``; log the casts it needs."""
+    <target>: <problems>. <advice>'``; log the casts it needs (``'210 float16 tensors load as float32 ...'``)."""
     file_specs = specs(state_dict)
     problems = fit_problems(model_specs, file_specs, may_be_missing=may_be_missing)
     if problems:
         raise ValueError(f'{source} does not fit {target}: {"; ".join(problems)}. {advice}')
-    note = cast_note(model_specs, file_specs)
-    if note:
-        logger.info(f'{source} into {target}: {note}')
+    casts = Counter((dtype_name(spec.dtype), dtype_name(model_specs[key].dtype)) for key, spec in file_specs.items()
+                    if key in model_specs and spec.dtype != model_specs[key].dtype)
+    if casts:
+        phrases = [f'{count} {file} tensors load as {model}' for (file, model), count in casts.items()]
+        logger.info(f'{source} into {target}: {", ".join(phrases)} (the model\'s dtypes)')
 
 
 def load_model_weights(model: nn.Module, checkpoint: object, source: str) -> None:

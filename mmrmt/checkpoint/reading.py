@@ -38,29 +38,24 @@ def is_safetensors_name(path: object) -> bool:
     return str(path).lower().endswith('.safetensors')
 
 
-def hub_copy(url: str) -> str:
-    """Where torch's hub cache (and timm's loaders) keep the file of ``url``."""
-    return osp.join(torch.hub.get_dir(), 'checkpoints', osp.basename(urlparse(url).path) or 'checkpoint.pth')
-
-
 @contextmanager
-def copy_dropped_if_refused(url: str) -> Iterator[None]:
-    """Within the block, a copy of ``url`` the block puts into the hub cache is removed again if the block raises
-    (the file was refused: no loader may find it there later); a copy that was there before is kept."""
-    local = hub_copy(url)
+def copy_dropped_if_refused(url: str) -> Iterator[str]:
+    """Within the block, a copy of ``url`` the block puts into the hub cache (at the path yielded: where torch's hub
+    cache, and timm's loaders, keep the file of ``url``) is removed again if the block raises (the file was refused:
+    no loader may find it there later); a copy that was there before is kept."""
+    local = osp.join(torch.hub.get_dir(), 'checkpoints', osp.basename(urlparse(url).path) or 'checkpoint.pth')
     fetched_here = not osp.exists(local)
     try:
-        yield
+        yield local
     except BaseException:
         if fetched_here and osp.isfile(local):
             os.remove(local)
         raise
 
 
-def fetch_checkpoint(url: str) -> str:
-    """The copy of ``url`` in torch's hub cache (where mmengine's loaders look too), downloaded unless there; a
-    ``ValueError`` saying why it could not be."""
-    local = hub_copy(url)
+def fetch_checkpoint(url: str, local: str) -> str:
+    """``local``, the copy of ``url`` in torch's hub cache (where mmengine's loaders look too), downloaded unless
+    there; a ``ValueError`` saying why it could not be."""
     try:
         if not osp.isfile(local):
             os.makedirs(osp.dirname(local), exist_ok=True)
@@ -101,8 +96,8 @@ def read_checkpoint(filename: str) -> object:
             fetched now is then removed from the hub cache).
     """
     if is_url(filename):
-        with copy_dropped_if_refused(filename):
-            return read_checkpoint(fetch_checkpoint(filename))
+        with copy_dropped_if_refused(filename) as local:
+            return read_checkpoint(fetch_checkpoint(filename, local))
     if not osp.isfile(filename):
         raise FileNotFoundError(f'checkpoint not found: {filename}')
     with open(filename, 'rb') as file:

@@ -66,16 +66,6 @@ def checked_constant(node: ast.Constant) -> Any:
     return value
 
 
-def hashable(node: ast.expr, value: Any) -> Any:
-    """``value`` (a dict key or set element) if it can be one."""
-    try:
-        hash(value)
-    except TypeError:
-        raise NotPlainData(f'line {node.lineno}: a {type(value).__name__} cannot be a dict key or set '
-                           'element') from None
-    return value
-
-
 def literal_value(node: ast.expr, other: Optional[Callable[[ast.expr], Any]] = None) -> Any:
     """The value of a literal expression; of anything else (in it) ``other(node)`` if given, else
     :class:`NotPlainData`."""
@@ -89,10 +79,13 @@ def literal_value(node: ast.expr, other: Optional[Callable[[ast.expr], Any]] = N
     if isinstance(node, (ast.List, ast.Tuple)):
         values = [value_of(element) for element in node.elts]
         return list(values) if isinstance(node, ast.List) else tuple(values)
-    if isinstance(node, ast.Set):
-        return {hashable(element, value_of(element)) for element in node.elts}
-    if isinstance(node, ast.Dict) and None not in node.keys:
-        return {hashable(key, value_of(key)): value_of(value) for key, value in zip(node.keys, node.values)}
+    try:
+        if isinstance(node, ast.Set):
+            return {value_of(element) for element in node.elts}
+        if isinstance(node, ast.Dict) and None not in node.keys:
+            return {value_of(key): value_of(value) for key, value in zip(node.keys, node.values)}
+    except TypeError as error:  # Python's own refusal: "unhashable type: 'list'"
+        raise NotPlainData(f'line {node.lineno}: a dict key or set element must be hashable ({error})') from None
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == 'dict'
             and len(node.args) <= 1 and all(isinstance(arg, ast.Dict) and None not in arg.keys for arg in node.args)
             and all(keyword.arg is not None for keyword in node.keywords)):

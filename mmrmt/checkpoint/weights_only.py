@@ -16,8 +16,6 @@ REFUSAL_ADVICE = ("re-save the weights alone (torch.save({'state_dict': model.st
                   'where the file comes from, or convert it (tools/model_converters/)')
 NUMERIC_TYPES = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
                  np.uint32, np.uint64, np.float16, np.float32, np.float64)
-#: Every HistoryBuffer has these statistics; others are registered with ``register_statistics``.
-DEFAULT_STATISTICS = ('min', 'max', 'current', 'mean')
 ANSI_ESCAPE = re.compile(r'\x1b\[[0-9;]*m')
 
 
@@ -40,9 +38,8 @@ def one_line_reason(error: BaseException) -> str:
 def history_buffer_statistic(owner: type, name: str) -> Callable:
     """``getattr(owner, name)`` for a statistic function of mmengine's ``HistoryBuffer`` only."""
     from mmengine.logging import HistoryBuffer
+    HistoryBuffer()  # an instance registers the default statistics (min, max, current, mean) with the class
     found = HistoryBuffer._statistics_methods.get(name)
-    if found is None and name in DEFAULT_STATISTICS:
-        found = getattr(HistoryBuffer, name)
     if owner is not HistoryBuffer or found is None:
         raise UnpicklingError(f'refusing getattr({owner!r}, {name!r}) in a weights-only load: only the '
                               'statistic functions of mmengine\'s HistoryBuffer are allowed')

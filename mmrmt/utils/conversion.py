@@ -4,6 +4,7 @@ place, so a failure leaves every file as it was."""
 import argparse
 import hashlib
 import inspect
+from functools import partial
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple, Type, Union
 
@@ -35,9 +36,10 @@ def read_source(src: str) -> dict:
     return read_run_checkpoint(src, 'source', remote_ok=False)
 
 
-def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str:
-    """Save ``payload`` (safetensors for a ``.safetensors`` name) to a temporary file that replaces ``dst`` once
-    ``verify(written file)`` has passed (else ``dst`` is left as it was); print and return its SHA-256."""
+def write_checked(payload: dict, src: str, dst: str, verify: Callable[[str], None]) -> None:
+    """Save ``payload``, converted from ``src`` (safetensors for a ``.safetensors`` name), to a temporary file that
+    replaces ``dst`` once ``verify(written file)`` has passed (else ``dst`` is left as it was, and ``verify``'s
+    ``ValueError`` is said in a :class:`PreflightError`); print its SHA-256."""
     try:  # the writable check cannot see every refusal (root under /proc, a full disk)
         Path(dst).parent.mkdir(parents=True, exist_ok=True)
         with replaced_atomically(dst) as temporary:
@@ -49,8 +51,10 @@ def write_checked(payload: dict, dst: str, verify: Callable[[str], None]) -> str
     except OSError as error:
         raise PreflightError(f'{dst} could not be written ({error.strerror or error}), so it was left as it was: '
                              'choose another destination') from error
+    except ValueError as error:
+        raise PreflightError(f'the conversion of {src} does not load back strictly, so {dst} was not written: '
+                             f'{error}') from error
     print(f'{dst}: sha256 {digest}')
-    return digest
 
 
 def trained_arch(checkpoint: dict, backbone_cls: Type[PyramidBackbone], src: str) -> Arch:
@@ -61,8 +65,8 @@ def trained_arch(checkpoint: dict, backbone_cls: Type[PyramidBackbone], src: str
         raise ValueError(f'{src} has no saved config (meta.cfg) naming its backbone')
     model = read_saved_config(text, f'{src} (meta.cfg)').get('model')
     backbone = model.get('backbone') if isinstance(model, dict) else None
-    if not isinstance(backbone, dict) or backbone.get('type') != backbone_cls.__name__:
-        kind = backbone.get('type') if isinstance(backbone, dict) else None
+    kind = backbone.get('type') if isinstance(backbone, dict) else None
+    if kind != backbone_cls.__name__:
         raise ValueError(f'{src} was trained with the backbone {kind!r}, not '
                          f'{backbone_cls.__name__}; use the converter of that backbone')
     return backbone.get('arch', inspect.signature(backbone_cls).parameters['arch'].default)
@@ -84,38 +88,25 @@ def backbone_weights(src: str, backbone_cls: Type[PyramidBackbone]) -> Tuple[Sta
     return state_dict, upstream.variant(state_dict, backbone_cls.arch_zoo, backbone_cls.__name__)
 
 
-def convert_backbone_file(src: str, dst: str, backbone_cls: Type[PyramidBackbone], force: bool = False) -> Arch:
-    """Convert ``src`` to ``dst`` (``{'state_dict', 'meta': {'arch', 'source'}}``), proved by loading it as
-    ``init_cfg`` does into the backbone of the detected variant, which is returned.
+def backbone_converter_main(backbone_cls: Type[PyramidBackbone], doc: str) -> Callable[[Optional[List[str]]], None]:
+    """The ``main`` of the converter script of ``backbone_cls`` (a backbone with ``upstream_files``; ``doc``'s first
+    line as its help): ``src dst [--force]`` converts ``src`` to ``dst`` (``{'state_dict', 'meta': {'arch',
+    'source'}}``), proved by loading it as ``init_cfg`` does into the backbone of the detected variant.
 
-    Raises:
-        PreflightError: ``dst`` exists (without ``force``) or is ``src``, cannot be written, or ``src`` is
+    Raises (from ``main``):
+        PreflightError: ``dst`` exists (without ``--force``) or is ``src``, cannot be written, or ``src`` is
             not a checkpoint of this backbone.
     """
-    check_new_file(dst, 'destination', force, inputs=[('the source', src)])
-    with file_errors_as_tool_errors():
-        state_dict, arch = backbone_weights(src, backbone_cls)
-    backbone = backbone_cls(arch=arch)
 
-    def load_strictly(written: str) -> None:
-        try:
-            load_pretrained(backbone, written, new_prefixes=backbone.new_checkpoint_prefixes,
-                            dropped_prefixes=backbone.checkpoint_prefixes_to_drop())
-        except ValueError as error:
-            raise PreflightError(f'the conversion of {src} does not load into {backbone_cls.__name__}, '
-                                 f'so {dst} was not written: {error}') from error
-
-    write_checked(dict(state_dict=state_dict, meta=dict(arch=arch, source=str(src))), dst, load_strictly)
-    print(f'{src} -> {dst}: {backbone_cls.__name__} arch={arch!r}, {len(state_dict)} tensors')
-    return arch
-
-
-def backbone_converter_main(backbone_cls: Type[PyramidBackbone], doc: str) -> Callable[[Optional[List[str]]], Arch]:
-    """The ``main`` of the converter script of ``backbone_cls`` (a backbone with ``upstream_files``): ``src dst
-    [--force]`` (``doc``'s first line as its help)."""
-
-    def main(argv: Optional[List[str]] = None) -> Arch:
+    def main(argv: Optional[List[str]] = None) -> None:
         args = converter_arguments(doc.split('\n')[0]).parse_args(argv)
-        return convert_backbone_file(args.src, args.dst, backbone_cls, args.force)
+        check_new_file(args.dst, 'destination', args.force, inputs=[('the source', args.src)])
+        with file_errors_as_tool_errors():
+            state_dict, arch = backbone_weights(args.src, backbone_cls)
+        backbone = backbone_cls(arch=arch)
+        write_checked(dict(state_dict=state_dict, meta=dict(arch=arch, source=str(args.src))), args.src, args.dst,
+                      partial(load_pretrained, backbone, new_prefixes=backbone.new_checkpoint_prefixes,
+                              dropped_prefixes=backbone.checkpoint_prefixes_to_drop()))
+        print(f'{args.src} -> {args.dst}: {backbone_cls.__name__} arch={arch!r}, {len(state_dict)} tensors')
 
     return main

@@ -10,7 +10,7 @@ import torch
 from mmengine.config import Config
 from safetensors.torch import save_file
 
-from mmrmt.checkpoint import TensorSpec, cast_note, check_fit, fit_problems, load_model_weights, read_checkpoint, specs
+from mmrmt.checkpoint import TensorSpec, check_fit, fit_problems, load_model_weights, read_checkpoint, specs
 from mmrmt.models import RMT
 from mmrmt.utils import PreflightError, check_run_checkpoint
 from helpers.backbones import RMT_TINY
@@ -57,12 +57,14 @@ def test_kinds_of_number_are_compared():
     assert 'w: file bool vs model float32' in bool_problem
 
 
-def test_casts_within_a_kind_are_one_note():
-    model = specs({'a': torch.zeros(2), 'b': torch.zeros(2), 'n': torch.zeros((), dtype=torch.int64)})
-    assert cast_note(model, model) is None
-    file = specs({'a': torch.zeros(2).half(), 'b': torch.zeros(2).half(), 'n': torch.zeros((), dtype=torch.int32)})
-    assert cast_note(model, file) == ("2 float16 tensors load as float32, 1 int32 tensors load as int64 "
-                                      "(the model's dtypes)")
+def test_casts_within_a_kind_are_one_note(caplog):
+    weights = {'a': torch.zeros(2), 'b': torch.zeros(2), 'n': torch.zeros((), dtype=torch.int64)}
+    with caplog.at_level(logging.INFO, logger='mmrmt.checkpoint.fit'):
+        check_fit(specs(weights), weights, 'same.pth', 'M')
+        check_fit(specs(weights), {'a': torch.zeros(2).half(), 'b': torch.zeros(2).half(),
+                                   'n': torch.zeros((), dtype=torch.int32)}, 'half.pth', 'M')
+    assert [record.getMessage() for record in caplog.records] == [
+        "half.pth into M: 2 float16 tensors load as float32, 1 int32 tensors load as int64 (the model's dtypes)"]
 
 
 def test_check_fit_logs_the_cast_once(caplog):

@@ -56,6 +56,21 @@ def test_import_mmrmt_leaves_torch_weights_only_load_as_it_is(tmp_path):
     assert refused.returncode != 0 and 'HistoryBuffer was not an allowed global' in refused.stderr
 
 
+@pytest.mark.slow  # a fresh process
+def test_statistics_load_before_any_history_buffer_exists(tmp_path):
+    """mmengine registers the default statistics (pickled as ``getattr(HistoryBuffer, 'mean')``) with the class
+    only when a first HistoryBuffer is made: a process that loads a checkpoint before that loads them too."""
+    hub = MessageHub.get_instance('fresh_process_test')
+    hub.update_scalar('train/loss', np.float64(1.5))
+    path = save(dict(message_hub=hub.state_dict()), tmp_path)
+    code = ('from mmengine.logging import HistoryBuffer\nfrom mmrmt.checkpoint import load_weights_only\n'
+            'assert not HistoryBuffer._statistics_methods\n'
+            f"print(load_weights_only({str(path)!r})['message_hub']['log_scalars']['train/loss'].mean())")
+    loaded = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr
+    assert float(loaded.stdout) == 1.5
+
+
 def test_mmengine_checkpoint_contents_survive_the_weights_only_load(tmp_path):
     loaded = load_weights_only(save(mmengine_like_checkpoint(), tmp_path))
     buffer = loaded['message_hub']['log_scalars']['train/loss']

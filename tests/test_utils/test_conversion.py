@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import save_file
 
 from mmrmt.models.backbones import RMT, ResT
-from mmrmt.utils import backbone_converter_main, converter_arguments
+from mmrmt.utils import PreflightError, backbone_converter_main, converter_arguments, write_checked
 from helpers.tool_modules import exit_line
 from helpers.upstream_layouts import assert_backbone_file_loads, random_upstream_state_dict
 
@@ -114,8 +114,9 @@ def test_a_source_of_integers_is_one_line(tmp_path, suffix):
     else:
         torch.save({'model': classifier}, source)
     message = exit_line(rmt_to_mmrmt, [source, tmp_path / 'out.pth'])
-    assert re.match(rf'error: the conversion of {re.escape(str(source))} does not load into RMT, so \S+out.pth was '
-                    r'not written: \S+ does not fit RMT: \d+ tensors hold another kind of number than the model\'s '
+    assert re.match(rf'error: the conversion of {re.escape(str(source))} does not load back strictly, so '
+                    r'\S+out.pth was not written: \S+ does not fit RMT: \d+ tensors hold another kind of number than '
+                    r'the model\'s '
                     r'\(\S+: file int8 vs model float32', message), message
     assert sorted(path.name for path in tmp_path.iterdir()) == [source.name]
 
@@ -150,3 +151,20 @@ def test_force_is_described_as_the_converters_do_it():
     """--force replaces an existing destination, never the source (tests above: 'is the source' even with it)."""
     text = ' '.join(converter_arguments('Convert.').format_help().split())
     assert '--force replace an existing destination (never an input: the source or the config)' in text
+
+
+def test_a_written_file_its_proof_refuses_is_one_line_and_replaces_nothing(tmp_path):
+    """Both converters prove what they wrote through ``write_checked``: a refusal of the proof (its ``ValueError``)
+    is the tools' one line, for rmt_upstream_trained_to_mmrmt.py's strict load as for the backbone converters'."""
+    destination = tmp_path / 'out.pth'
+    destination.write_bytes(b'the user\'s file')
+
+    def refuse(written: str) -> None:
+        raise ValueError(f'{written} does not fit M: 1 missing keys (w)')
+
+    with pytest.raises(PreflightError) as error:
+        write_checked(dict(state_dict={'w': torch.ones(1)}), 'src.pth', str(destination), refuse)
+    assert re.fullmatch(rf'the conversion of src.pth does not load back strictly, so {re.escape(str(destination))} '
+                        r'was not written: \S+\.tmp does not fit M: 1 missing keys \(w\)', str(error.value))
+    assert [path.name for path in tmp_path.iterdir()] == ['out.pth']
+    assert destination.read_bytes() == b'the user\'s file'

@@ -160,11 +160,8 @@ def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
     if classes is not None:
         meta['dataset_meta'] = dict(classes=tuple(classes))
 
-    def load_strictly(written: str) -> None:
-        """What replaces dst must load back strictly (weights-only) into the config's model."""
-        load_model_weights(model, read_checkpoint(written), written)
-
-    write_checked(dict(meta=meta, state_dict=conversion.state_dict), dst, load_strictly)
+    write_checked(dict(meta=meta, state_dict=conversion.state_dict), src, dst,
+                  lambda written: load_model_weights(model, read_checkpoint(written), written))
     print(f'{src} -> {dst}: {len(conversion.state_dict)} tensors for {Path(config).name}')
     for key, reason in conversion.dropped.items():
         print(f'  dropped {key}: {reason}')
