@@ -30,12 +30,6 @@ def converter_arguments(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def read_source(src: str) -> dict:
-    """The checkpoint a converter converts (a local file or an http(s) URL), read and refused in the lines of
-    every tool's (:func:`.run_checkpoint.read_run_checkpoint`, as ``source``)."""
-    return read_run_checkpoint(src, 'source', remote_ok=False)
-
-
 def write_checked(payload: dict, src: str, dst: str, verify: Callable[[str], None]) -> None:
     """Save ``payload``, converted from ``src`` (safetensors for a ``.safetensors`` name), to a temporary file that
     replaces ``dst`` once ``verify(written file)`` has passed (else ``dst`` is left as it was, and ``verify``'s
@@ -76,7 +70,7 @@ def backbone_weights(src: str, backbone_cls: Type[PyramidBackbone]) -> Tuple[Sta
     """The backbone's weights under mmrmt's keys, and its ``arch``: those of a checkpoint an mmengine runner wrote;
     else converted by the backbone's ``upstream_files``, the classifier dropped, the arch recognised from the
     shapes."""
-    checkpoint = read_source(src)
+    checkpoint = read_run_checkpoint(src, 'source', remote_ok=False)
     meta = checkpoint.get('meta') if isinstance(checkpoint, dict) else None
     if isinstance(meta, dict) and 'mmengine_version' in meta:  # an mmengine runner wrote it
         return (extract_state_dict(checkpoint, src, prefix='backbone.'),

@@ -30,7 +30,7 @@ from mmrmt.checkpoint import extract_state_dict, load_model_weights, read_checkp
 from mmrmt.checkpoint.fit import TensorSpec, first_few, fit_problems
 from mmrmt.checkpoint.reading import StateDict
 from mmrmt.utils import (build_cpu_model, check_new_file, config_dataset_meta, converter_arguments,
-                         file_errors_as_tool_errors, read_config, read_source, run_main, write_checked)
+                         file_errors_as_tool_errors, read_config, read_run_checkpoint, run_main, write_checked)
 
 _PARAM = r'(weight|bias)'
 _BN = r'(weight|bias|running_mean|running_var|num_batches_tracked)'
@@ -149,7 +149,7 @@ def convert(src: str, dst: str, config: str, force: bool = False) -> dict:
     model = build_cpu_model(cfg)
     classes = config_dataset_meta(cfg).get('classes')
     with file_errors_as_tool_errors():
-        checkpoint = read_source(src)
+        checkpoint = read_run_checkpoint(src, 'source', remote_ok=False)
         file_meta = checkpoint.get('meta') or {}
         conversion = convert_upstream_trained(extract_state_dict(checkpoint, src), specs(model.state_dict()),
                                               model.backbone.out_indices)
