@@ -34,8 +34,11 @@ def swap_pairs_by_permutation(x: torch.Tensor) -> torch.Tensor:
 
 def rotate_by_permutation(x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
     """:func:`mmrmt.models.backbones.rmt.fast_relative_position.apply_rotary_signed` with the pairs swapped
-    by :func:`swap_pairs_by_permutation`."""
-    return torch.addcmul(x * cos, swap_pairs_by_permutation(x), signed_sin)
+    by :func:`swap_pairs_by_permutation`, after the product with ``signed_sin``: swapping the pairs of
+    ``signed_sin`` negates it, so ``swap(x) signed_sin = -swap(x signed_sin)``, exactly. OpenVINO's bf16
+    graph ran a swap followed by the product in float32 (the product fused into the MatMul), one before
+    it in bf16 (docs/deployment.md)."""
+    return x * cos - swap_pairs_by_permutation(x * signed_sin)
 
 
 def attention_by_grid_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask_h: torch.Tensor,

@@ -1,6 +1,7 @@
 """The export forms compute what the layers they stand in for compute, and
 ResT's attention deviations keep float32 precision on near-uniform maps."""
 import importlib
+import io
 import math
 
 import pytest
@@ -16,9 +17,11 @@ from mmrmt.deployment.export.rest_forms import ExportEfficientMultiHeadAttention
 from mmrmt.deployment.export.rmt_forms import attention_by_grid_rows
 from mmrmt.deployment.runtime import relative_difference
 from mmrmt.models.backbones.rest import FastEfficientMultiHeadAttention, softmax_deviations
+from mmrmt.models.backbones.rmt import RMT
 from mmrmt.models.backbones.rmt.fast_attention import FastManhattanSelfAttention
 from mmrmt.models.backbones.rmt.fast_relative_position import FastManhattanRelPos
 from mmrmt.models.layers.plain_attention import plain_attention
+from helpers.backbones import RMT_TINY
 from helpers.rounding import LAMBDA, assert_close, two_implementations, unit_roundoff
 
 
@@ -67,7 +70,7 @@ def test_roi_pooling_below_opset_16_differs_for_rois_thinner_than_a_feature_pixe
 
 
 def test_plain_attention_equals_sdpa_with_broadcast_mask():
-    """RMT's export form attends over 5-D operands with a (1, n, L, L) log-decay mask."""
+    """Any leading dims broadcast, e.g. 5-D operands with a (1, n, L, L) log-decay mask."""
     generator = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 3, 4, 10, 8, generator=generator, dtype=torch.float64) for _ in range(3))
     mask = torch.randn(1, 4, 10, 10, generator=generator, dtype=torch.float64)
@@ -121,6 +124,20 @@ def test_rmt_attention_graph_form_equals_eager(decomposed):
     assert len(relpos._cache) == 1  # the eager tables only
     # MaSA's 7 steps (tests/test_models/test_backbones/test_rmt_attention.py) over 32 channels
     assert_close(graph, expected, two_implementations(torch.float32, 5 * 7, 7))  # or the 35 tokens
+
+
+def test_rmt_graph_attends_over_4d_logits():
+    """OpenVINO fuses a graph's attention (MatMul, Add, Softmax, MatMul) into one kernel over 4-D operands
+    only: every softmax of a recorded RMT graph, the decomposed stages' rows and columns included, is over
+    4-D logits (before, theirs were 5-D: OpenVINO ran four nodes with the logits whole between them)."""
+    import onnx
+    buffer = io.BytesIO()
+    torch.onnx.export(RMT(arch=RMT_TINY).eval(), (torch.randn(1, 3, 64, 96), ), buffer, dynamo=False)
+    graph = onnx.shape_inference.infer_shapes(onnx.load_from_string(buffer.getvalue())).graph
+    ranks = {info.name: len(info.type.tensor_type.shape.dim) for info in graph.value_info}
+    logits_ranks = [ranks[node.input[0]] for node in graph.node if node.op_type == 'Softmax']
+    assert len(logits_ranks) == 2 * (1 + 2) + 1 + 1  # rows and columns of the 3 decomposed blocks, 2 full
+    assert set(logits_ranks) == {4}
 
 
 @pytest.mark.parametrize('heads', [1, 4])

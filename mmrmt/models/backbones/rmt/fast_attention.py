@@ -86,10 +86,10 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         moved once into the layout of each pass: an ONNX runtime's MatMul
         takes dense operands only, so each layout change is a Transpose node. The
         attention is :func:`...layers.plain_attention.plain_attention` over
-        5-D operands (ONNX ops of opset 11 on; SDPA would need 14 and be
-        written as the same nodes), in the runs of :meth:`graph_runs`; a full
-        stage's through :meth:`graph_full_attention`; the rotary by
-        :meth:`graph_rotate`.
+        4-D operands (:meth:`graph_heads`; ONNX ops of opset 11 on; SDPA would
+        need 14 and be written as the same nodes), in the runs of
+        :meth:`graph_runs`; a full stage's through
+        :meth:`graph_full_attention`; the rotary by :meth:`graph_rotate`.
         """
         batch, height, width, channels = x.shape
         q, k, v = norm_then_project(x, norm, [(self.q_proj.weight, self.q_proj.bias),
@@ -102,17 +102,26 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
         q, k = (self.graph_rotate(t.view(batch, height, width, self.num_heads, self.head_dims), signed_sin, cos)
                 for t in (q, k))
         v = v.view(q.shape)
-        if self.decomposed:  # rows over (B, h, n, w, d), then columns over (B, w, n, h, d)
-            q_rows, k_rows, v_rows = (t.transpose(2, 3) for t in (q, k, v))
+        if self.decomposed:  # rows over (B h, n, w, d), then columns over (B w, n, h, d)
+            q_rows, k_rows, v_rows = (self.graph_heads(t.transpose(2, 3)) for t in (q, k, v))
             rows = plain_attention(q_rows, k_rows, v_rows, tables.mask_w, self.scale, self.graph_runs(q_rows, k_rows))
-            q_columns, k_columns = q.permute(0, 2, 3, 1, 4), k.permute(0, 2, 3, 1, 4)
-            out = plain_attention(q_columns, k_columns, rows.permute(0, 3, 2, 1, 4), tables.mask_h, self.scale,
-                                  self.graph_runs(q_columns, k_columns)).permute(0, 3, 1, 2, 4)
+            rows = rows.view(batch, height, self.num_heads, width, self.head_dims).transpose(2, 3)  # as q's
+            q_columns, k_columns, v_columns = (self.graph_heads(t.permute(0, 2, 3, 1, 4)) for t in (q, k, rows))
+            out = plain_attention(q_columns, k_columns, v_columns, tables.mask_h, self.scale,
+                                  self.graph_runs(q_columns, k_columns))
+            out = out.view(batch, width, self.num_heads, height, self.head_dims).permute(0, 3, 1, 2, 4)
         else:  # all tokens over (B, n, hw, d)
             q, k, v = (t.reshape(batch, height * width, self.num_heads, self.head_dims).transpose(1, 2)
                        for t in (q, k, v))
             out = self.graph_full_attention(q, k, v, tables).transpose(1, 2)
         return self.out_proj(context + out.reshape(batch, height, width, channels))
+
+    @staticmethod
+    def graph_heads(x: torch.Tensor) -> torch.Tensor:
+        """A decomposed pass's (B, lines, n, L, d) operand as the 4-D (B lines, n, L, d) of a recorded graph:
+        OpenVINO fuses MatMul, Add, Softmax and MatMul over 4-D operands into one attention kernel (over
+        5-D ones it runs the four nodes, the logits whole in between; docs/deployment.md)."""
+        return x.reshape(-1, *x.shape[2:])
 
     def graph_rotate(self, x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
         """The rotary of ``x`` in a recorded graph:
