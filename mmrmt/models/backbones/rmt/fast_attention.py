@@ -119,8 +119,9 @@ class FastManhattanSelfAttention(ManhattanSelfAttention):
     @staticmethod
     def graph_heads(x: torch.Tensor) -> torch.Tensor:
         """A decomposed pass's (B, lines, n, L, d) operand as the 4-D (B lines, n, L, d) of a recorded graph:
-        OpenVINO fuses MatMul, Add, Softmax and MatMul over 4-D operands into one attention kernel (over
-        5-D ones it runs the four nodes, the logits whole in between; docs/deployment.md)."""
+        a runtime that fuses MatMul, Add, Softmax and MatMul into one attention kernel may do so over 4-D
+        operands only (over 5-D ones one ran the four nodes, the logits whole in between;
+        docs/deployment.md)."""
         return x.reshape(-1, *x.shape[2:])
 
     def graph_rotate(self, x: torch.Tensor, signed_sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
