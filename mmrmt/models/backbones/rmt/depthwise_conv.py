@@ -25,17 +25,18 @@ class ChannelsLastDWConv(nn.Module):
     def __init__(self, channels: int, kernel_size: int) -> None:
         super().__init__()
         self.conv = nn.Conv2d(channels, channels, kernel_size, 1, kernel_size // 2, groups=channels)
+        # a buffer, not built per call: an exported graph then holds x + conv(x)'s kernel as one folded
+        # constant (built per call, index assignment records a ScatterND that exporters do not fold)
+        centre_tap = torch.zeros(1, 1, kernel_size, kernel_size)
+        centre_tap[..., kernel_size // 2, kernel_size // 2] = 1
+        self.register_buffer('centre_tap', centre_tap, persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.conv(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
 
     def residual_weight(self) -> torch.Tensor:
         """The kernel with 1 added to its centre tap: conv with it is x + conv(x)."""
-        size = self.conv.kernel_size[0]
-        identity = torch.zeros((1, 1, size, size), dtype=self.conv.weight.dtype,
-                               device=self.conv.weight.device)
-        identity[..., size // 2, size // 2] = 1
-        return self.conv.weight + identity
+        return self.conv.weight + self.centre_tap
 
     def forward_residual(self, x: torch.Tensor) -> torch.Tensor:
         """``x + self(x)`` as one convolution (no sum tensor, no gradient accumulation)."""
