@@ -5,7 +5,8 @@ two others; no call of ours needed (issue 49).
 
 Before, only our own tools swapped in the forms a graph needs: ResT through the TorchScript ONNX exporter
 gave a graph off by more than its outputs' magnitude, RMT raised torch's errors (``aten::complex``, an
-``out=`` argument under autograd, ``TorchExportError``)."""
+``out=`` argument under autograd, ``TorchExportError``). OpenVINO's ``convert_model``, which reads a module
+without ONNX, is one more recorder."""
 import copy
 import io
 from contextlib import nullcontext
@@ -98,9 +99,19 @@ def jit_trace(model: nn.Module, x: torch.Tensor) -> Callable:
     return torch.jit.trace(model, (x, ), check_trace=False)
 
 
+def openvino_convert(model: nn.Module, x: torch.Tensor) -> Callable:
+    """OpenVINO's own reading of the module (``openvino.convert_model``, no ONNX file), compiled for the CPU
+    in f32."""
+    import openvino
+    compiled = openvino.Core().compile_model(openvino.convert_model(model, example_input=x), 'CPU',
+                                             {'INFERENCE_PRECISION_HINT': 'f32'})
+    return lambda image: [torch.from_numpy(out) for out in compiled(image.numpy()).to_tuple()]
+
+
 #: Each recorder, and whether its graph takes other sizes (a trace is of the traced size only).
 RECORDERS = {'onnx-torchscript': (onnx_torchscript, True), 'onnx-dynamo': (onnx_dynamo, True),
-             'torch-export': (torch_export, True), 'jit-trace': (jit_trace, False)}
+             'torch-export': (torch_export, True), 'jit-trace': (jit_trace, False),
+             'openvino-convert': (openvino_convert, True)}
 #: The dynamo recorders given torch.export's program: its module, and the dynamo ONNX exporter's translation
 #: of it (``torch.onnx.export`` takes a program, and records nothing again).
 PROGRAM_RECORDERS = {'torch-export': lambda program: program.module(),

@@ -25,11 +25,21 @@ def decayed_softmax(q: torch.Tensor, k: torch.Tensor, log_decay: torch.Tensor) -
     return torch.softmax(q @ k.transpose(-1, -2) + log_decay, dim=-1)
 
 
+def token_sequence(x: torch.Tensor) -> torch.Tensor:
+    """(B, n, h, w, d) to (B, n, hw, d): each head's tokens in one sequence.
+
+    Through the token-major layout, not one reshape: OpenVINO's reading of a
+    module (``openvino.convert_model``, 2026.4) fuses softmax(q k^T + mask) v
+    into its attention op across a reshape that merges h and w, then rejects
+    the (B, n, h, w, d) operands it gave that op.
+    """
+    batch, heads, height, width, dims = x.shape
+    return x.permute(0, 2, 3, 1, 4).reshape(batch, height * width, heads, dims).transpose(1, 2)
+
+
 def full_weights(q: torch.Tensor, k: torch.Tensor, decay_2d: torch.Tensor) -> torch.Tensor:
     """(B, n, hw, hw) attention over all tokens of (B, n, h, w, d) ``q`` and ``k``."""
-    batch, heads, height, width, dims = q.shape
-    return decayed_softmax(q.reshape(batch, heads, height * width, dims),
-                           k.reshape(batch, heads, height * width, dims), decay_2d)
+    return decayed_softmax(token_sequence(q), token_sequence(k), decay_2d)
 
 
 def row_weights(q: torch.Tensor, k: torch.Tensor, decay_w: torch.Tensor) -> torch.Tensor:
@@ -44,9 +54,8 @@ def column_weights(q: torch.Tensor, k: torch.Tensor, decay_h: torch.Tensor) -> t
 
 def full_masa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay_2d: torch.Tensor) -> torch.Tensor:
     """MaSA over all tokens of (B, n, h, w, d) ``q``, ``k``, ``v``; same shape."""
-    batch, heads, height, width, dims = v.shape
-    out = full_weights(q, k, decay_2d) @ v.reshape(batch, heads, height * width, dims)
-    return out.view(batch, heads, height, width, dims)
+    out = full_weights(q, k, decay_2d) @ token_sequence(v)
+    return out.view(v.shape)
 
 
 def decomposed_masa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay_h: torch.Tensor,
