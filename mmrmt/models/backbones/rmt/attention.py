@@ -28,10 +28,9 @@ def decayed_softmax(q: torch.Tensor, k: torch.Tensor, log_decay: torch.Tensor) -
 def token_sequence(x: torch.Tensor) -> torch.Tensor:
     """(B, n, h, w, d) to (B, n, hw, d): each head's tokens in one sequence.
 
-    Through the token-major layout, not one reshape: OpenVINO's reading of a
-    module (``openvino.convert_model``, 2026.4) fuses softmax(q k^T + mask) v
-    into its attention op across a reshape that merges h and w, then rejects
-    the (B, n, h, w, d) operands it gave that op.
+    Through the token-major layout, not one reshape that merges h and w: a
+    runtime's attention fusion matched softmax(q k^T + mask) v across such a
+    reshape and took the 5-D operands (docs/deployment.md, "What is dynamic").
     """
     batch, heads, height, width, dims = x.shape
     return x.permute(0, 2, 3, 1, 4).reshape(batch, height * width, heads, dims).transpose(1, 2)
