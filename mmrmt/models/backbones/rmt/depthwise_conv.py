@@ -26,7 +26,7 @@ class ChannelsLastDWConv(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(channels, channels, kernel_size, 1, kernel_size // 2, groups=channels)
         # a buffer, not built per call: an exported graph then holds x + conv(x)'s kernel as one folded
-        # constant (built per call, index assignment records a ScatterND that exporters do not fold)
+        # constant (built per call, its index assignment was a ScatterND the TorchScript exporter left)
         centre_tap = torch.zeros(1, 1, kernel_size, kernel_size)
         centre_tap[..., kernel_size // 2, kernel_size // 2] = 1
         self.register_buffer('centre_tap', centre_tap, persistent=False)
